@@ -1,0 +1,4 @@
+from nfvlab.cli import main
+import sys
+
+sys.exit(main())

@@ -1,0 +1,359 @@
+"""The ``nfvlab`` command line.
+
+    nfvlab lab models [--json]            the model catalogue and what this host can run
+    nfvlab lab up --model M | down ID | status | clean
+    nfvlab trial --model M --frame-size N --rate-pps R --duration-s D [--json]
+    nfvlab search (--model M | --port NS:IFACE --port NS:IFACE) --frame-size N --goal ndr [--json]
+    nfvlab calibrate [--frame-sizes 64,512,1518] [--json]
+    nfvlab figures reference --out figures/reference
+
+Every argument is validated (one line naming what is wrong and what is allowed,
+exit code 2) before any lab resource is created.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+from nfvlab import params as P
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILED = 1
+
+
+class CliError(Exception):
+    """A one-line user-facing error."""
+
+
+def _frame_size(text: str):
+    try:
+        return P._check_frame_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="nfvlab", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    lab = sub.add_parser("lab", help="the embedded local lab").add_subparsers(dest="lab_cmd", required=True)
+    m = lab.add_parser("models", help="list networking models and whether this host can run them")
+    m.add_argument("--json", action="store_true")
+    up = lab.add_parser("up", help="build a lab and keep it until `nfvlab lab down`")
+    up.add_argument("--model", required=True)
+    up.add_argument("--json", action="store_true")
+    dn = lab.add_parser("down", help="tear down a lab built by `lab up`")
+    dn.add_argument("lab_id", nargs="?")
+    dn.add_argument("--all", action="store_true")
+    st = lab.add_parser("status", help="labs that exist now")
+    st.add_argument("--json", action="store_true")
+    cl = lab.add_parser("clean", help="remove what killed runs left behind (only nfvlab's own)")
+    cl.add_argument("--all", action="store_true", help="also labs kept by `lab up`")
+
+    def traffic_args(p, rate: bool):
+        p.add_argument("--model", help="networking model (default linux-bridge); see `nfvlab lab models`")
+        p.add_argument("--port", action="append", metavar="NS:IFACE",
+                       help="use an existing interface as a traffic port (give two)")
+        p.add_argument("--dmac", action="append", help="destination MAC per direction with --port")
+        p.add_argument("--frame-size", type=_frame_size, default=64, help="bytes incl. FCS (64..9018) or IMIX")
+        if rate:
+            p.add_argument("--rate-pps", type=float, required=True, help="intended rate per direction")
+            p.add_argument("--duration-s", type=float, default=1.0)
+        p.add_argument("--flows", type=int, default=1)
+        p.add_argument("--unidirectional", action="store_true")
+        p.add_argument("--latency-pps", type=int, default=1000)
+        p.add_argument("--port-speed", default="10GbE", help="nominal port speed (bounds rates)")
+        p.add_argument("--records", type=Path, help="append raw records (JSON Lines) to this file")
+        p.add_argument("--json", action="store_true")
+
+    tr = sub.add_parser("trial", help="run one trial")
+    traffic_args(tr, rate=True)
+
+    se = sub.add_parser("search", help="run a throughput search")
+    traffic_args(se, rate=False)
+    se.add_argument("--goal", default="ndr", choices=["ndr", "pdr", "ndr+pdr", "mrr", "sweep"])
+    se.add_argument("--method", default="mlrsearch", choices=["mlrsearch", "rfc2544"])
+    se.add_argument("--params", type=Path, help="an experiment params file (its search/traffic sections)")
+    se.add_argument("--pdr-loss-ratio", type=float, default=0.005)
+    se.add_argument("--relative-width", type=float, default=None)
+    se.add_argument("--min-rate-pps", type=float, default=None)
+    se.add_argument("--max-rate-pps", type=float, default=None)
+    se.add_argument("--duration-s", type=float, default=None, help="final trial duration")
+    se.add_argument("--no-progress", action="store_true")
+
+    ca = sub.add_parser("calibrate", help="generator ceiling per frame size, and a search on a known path")
+    ca.add_argument("--frame-sizes", default="64,512,1518")
+    ca.add_argument("--duration-s", type=float, default=1.0)
+    ca.add_argument("--unidirectional", action="store_true")
+    ca.add_argument("--skip-known-path", action="store_true")
+    ca.add_argument("--json", action="store_true")
+
+    fi = sub.add_parser("figures", help="render figures").add_subparsers(dest="fig_cmd", required=True)
+    fr = fi.add_parser("reference", help="the seeds' published tables as figures")
+    fr.add_argument("--out", type=Path, default=Path("figures/reference"))
+    fr.add_argument("--params", type=Path, default=Path("params/reference.yaml"))
+    return ap
+
+
+# -- lab -------------------------------------------------------------------
+def cmd_lab(a) -> int:
+    from nfvlab.lab import catalogue, core, state
+
+    if a.lab_cmd == "models":
+        feats = catalogue.kernel_features()
+        rows = []
+        for mdl in catalogue.MODELS:
+            ok, why = catalogue.realizable(mdl, feats)
+            rows.append({"name": mdl.name, "section": mdl.section, "family": mdl.family,
+                         "title": mdl.title, "cni_analogue": mdl.cni_analogue,
+                         "realizable": ok, "reason": why or None, "local": mdl.local})
+        if a.json:
+            print(json.dumps(rows, indent=1))
+        else:
+            for r in rows:
+                mark = "yes" if r["realizable"] else f"no: {r['reason']}"
+                print(f"{r['name']:<16} §{r['section']:<6} {r['title']:<48} {mark}")
+        return 0
+    if a.lab_cmd == "up":
+        lab = core.Lab(a.model, persistent=True)
+        with lab:
+            info = {"lab_id": lab.lab_id, "model": a.model, "setup_s": round(lab.setup_s, 3),
+                    "namespaces": lab.state.namespaces, **lab.state.info}
+        print(json.dumps(info, indent=1) if a.json else
+              f"lab {lab.lab_id} ({a.model}) is up: {', '.join(info['namespaces'])}; "
+              f"`nfvlab lab down {lab.lab_id}` removes it")
+        return 0
+    if a.lab_cmd == "down":
+        ids = [s.lab_id for s in state.all_states()] if a.all else [a.lab_id]
+        if not a.all and not a.lab_id:
+            raise CliError("lab down: give a lab id (see `nfvlab lab status`) or --all")
+        for i in ids:
+            if not core.down(i):
+                raise CliError(f"lab down: no lab {i!r} (see `nfvlab lab status`)")
+            print(f"lab {i} removed")
+        return 0
+    if a.lab_cmd == "status":
+        rows = [{"lab_id": s.lab_id, "model": s.model, "status": s.status, "persistent": s.persistent,
+                 "owner_alive": s.owner_alive(), "namespaces": s.namespaces} for s in state.all_states()]
+        if a.json:
+            print(json.dumps(rows, indent=1))
+        elif not rows:
+            print("no labs")
+        else:
+            for r in rows:
+                print(f"{r['lab_id']} {r['model']:<14} {r['status']:<13} "
+                      f"{'kept' if r['persistent'] else 'run'} owner {'alive' if r['owner_alive'] else 'gone'}")
+        return 0
+    if a.lab_cmd == "clean":
+        with state.HostLock("lab clean"):
+            removed = state.clean(include_persistent=a.all)
+        print("\n".join(f"removed {x}" for x in removed) if removed else "nothing to clean")
+        return 0
+    raise AssertionError(a.lab_cmd)
+
+
+# -- trial / search -----------------------------------------------------------
+def _check_common(a, rates=()):
+    from nfvlab import measure
+    from nfvlab.lab import core
+
+    if a.port and a.model:
+        raise CliError("give either --model or --port, not both")
+    if a.port and len(a.port) != 2:
+        raise CliError(f"--port: give exactly two ports (got {len(a.port)})")
+    if a.dmac and not a.port:
+        raise CliError("--dmac goes with --port")
+    if a.port_speed not in P.LabParams.model_fields["port_speed"].annotation.__args__:
+        raise CliError(f"--port-speed {a.port_speed!r}: use one of 1GbE, 10GbE, 25GbE, 40GbE, 100GbE")
+    traffic = P.validate(P.TrafficParams, {"frame_sizes": [a.frame_size], "flows": a.flows,
+                                           "bidirectional": not a.unidirectional,
+                                           "latency_pps": a.latency_pps}, "arguments")
+    measure.check_inputs(a.frame_size, port_speed=a.port_speed, mtu=9000, rates_pps=tuple(rates),
+                         duration_s=getattr(a, "duration_s", None))
+    if a.port:
+        if os.geteuid() != 0:
+            raise CliError("traffic needs root (raw sockets in network namespaces): run as root or with sudo")
+        measure.external_streams(a.port, a.dmac)  # ports exist, MACs valid
+    else:
+        core.preflight(a.model or "linux-bridge")
+    from nfvlab.traffic.build import gen_binary
+
+    gen_binary()  # a missing compiler is reported now, not after the lab is built
+    return traffic
+
+
+def _writer(a, experiment: str, params: dict):
+    from contextlib import nullcontext
+
+    from nfvlab.records import RecordWriter
+
+    return RecordWriter(a.records, experiment, params) if a.records else nullcontext(None)
+
+
+def cmd_trial(a) -> int:
+    from nfvlab import measure
+    from nfvlab.trial import run_trial
+
+    traffic = _check_common(a, rates=(a.rate_pps,))
+    params = {"model": a.model or ("external" if a.port else "linux-bridge"), "ports": a.port,
+              "frame_size": a.frame_size, "rate_pps": a.rate_pps, "duration_s": a.duration_s,
+              **traffic.model_dump()}
+    with _writer(a, "trial", params) as rec, measure.open_streams(a.model, a.port, a.dmac) as (lab, streams):
+        gen = measure.generator(streams, traffic, lab)
+        result = run_trial(gen, a.rate_pps, a.duration_s, a.frame_size, bidirectional=traffic.bidirectional,
+                           extra={"model": params["model"]})
+        if rec is not None:
+            rec.trial(result, model=params["model"])
+    d = result.to_dict()
+    if a.json:
+        print(json.dumps(d, indent=1))
+    else:
+        for x in result.directions:
+            lat = x.latency
+            p = (lambda v: "-" if v is None else f"{v / 1000:.1f}")
+            print(f"{x.tx_port} -> {x.rx_port}: intended {x.intended_packets} sent {x.sent_packets} "
+                  f"received {x.received_packets} (offered {x.offered_rate_pps:,.0f} pps); latency us "
+                  f"min {p(lat.min_ns)} avg {p(lat.avg_ns)} p50 {p(lat.p50_ns)} p90 {p(lat.p90_ns)} "
+                  f"p99 {p(lat.p99_ns)} max {p(lat.max_ns)}")
+        print(f"loss ratio {result.loss_ratio:.6f}")
+    return 0
+
+
+def cmd_search(a) -> int:
+    from nfvlab import measure
+
+    exp = P.load(a.params) if a.params else None
+    sp_data = exp.search.model_dump() if exp else {}
+    method = {"ndr": a.method, "pdr": a.method, "ndr+pdr": a.method, "mrr": "mrr", "sweep": "sweep"}[a.goal]
+    sp_data.update(method=method, ndr=a.goal in ("ndr", "ndr+pdr"),
+                   pdr_loss_ratio=a.pdr_loss_ratio if a.goal in ("pdr", "ndr+pdr") else None)
+    if a.goal in ("ndr", "pdr", "ndr+pdr") and not exp:
+        sp_data.update(duration_sum_s=1.0)
+    for key in ("relative_width", "min_rate_pps", "max_rate_pps"):
+        if getattr(a, key) is not None:
+            sp_data[key] = getattr(a, key)
+    if a.duration_s is not None:
+        sp_data.update(final_trial_duration_s=a.duration_s,
+                       initial_trial_duration_s=min(a.duration_s, sp_data.get("initial_trial_duration_s", 0.5)),
+                       duration_sum_s=max(a.duration_s, sp_data.get("duration_sum_s", a.duration_s)))
+    sp = P.validate(P.SearchParams, sp_data, str(a.params) if a.params else "arguments")
+    traffic = _check_common(a, rates=(sp.max_rate_pps,) if sp.max_rate_pps else ())
+    max_rate = sp.max_rate_pps or measure.default_max_rate(a.port_speed, a.frame_size)
+    model = a.model or ("external" if a.port else "linux-bridge")
+    params = {"model": model, "ports": a.port, "frame_size": a.frame_size, "goal": a.goal,
+              "search": sp.model_dump(), "traffic": traffic.model_dump(), "max_rate_pps": max_rate}
+    trials = []
+
+    with _writer(a, "search", params) as rec, measure.open_streams(a.model, a.port, a.dmac) as (lab, streams):
+        def on_trial(t):
+            trials.append(t)
+            if rec is not None:
+                rec.trial(t, model=model, goal=a.goal)
+
+        gen = measure.generator(streams, traffic, lab)
+        meas = measure.measurer(gen, a.frame_size, traffic, extra={"model": model})
+        out = measure.search(meas, a.frame_size, sp, max_rate_pps=max_rate, on_trial=on_trial,
+                             progress=not a.no_progress and not a.json)
+        if rec is not None and not hasattr(out, "to_dict") and isinstance(out, list):
+            for r in out:
+                rec.search({k: v for k, v in r.to_dict().items() if k != "trials"}, model=model)
+
+    if a.goal == "sweep":
+        if a.json:
+            print(out.to_json(orient="records", indent=1))
+        else:
+            print(out.to_string(index=False))
+        return 0
+    summary = {"model": model, "frame_size": a.frame_size, "method": sp.method, "max_rate_pps": max_rate}
+    for r in out:
+        summary[f"{r.goal}_pps"] = r.throughput_pps
+    summary["results"] = [{k: v for k, v in r.to_dict().items() if k != "trials"} for r in out]
+    summary["trials"] = [t.to_dict() for t in trials]
+    if a.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        for r in out:
+            lim = {True: " (generator-limited)", False: "", None: " (generator not calibrated)"}[r.generator_limited]
+            print(f"{r.goal.upper()} {r.throughput_pps:,.0f} pps per direction at {a.frame_size} B "
+                  f"[{r.lower_bound_pps or 0:,.0f} .. {r.upper_bound_pps or 0:,.0f}] "
+                  f"{r.n_trials} trials, {r.trial_seconds:g} trial-s{lim}")
+    return 0
+
+
+def cmd_calibrate(a) -> int:
+    from nfvlab import calibrate
+
+    sizes = [P._check_frame_size(x) for x in a.frame_sizes.split(",") if x.strip()]
+    if not a.duration_s > 0:
+        raise CliError(f"--duration-s {a.duration_s:g}: must be above 0")
+    from nfvlab.lab import core
+
+    if os.geteuid() != 0:
+        raise CliError("calibration needs root (network namespaces): run as root or with sudo")
+    core.preflight("linux-bridge")
+    report = {"ceilings": {}, "known_path": {}}
+    for fs in sizes:
+        r = calibrate.generator_ceiling(fs, bidirectional=not a.unidirectional, duration_s=a.duration_s,
+                                        progress=not a.json)
+        calibrate.save_ceiling(fs, r, bidirectional=not a.unidirectional)
+        report["ceilings"][str(fs)] = r.throughput_pps
+        if not a.json:
+            print(f"generator ceiling at {fs} B: {r.throughput_pps:,.0f} pps per direction "
+                  f"({'bi' if not a.unidirectional else 'uni'}directional, {r.n_trials} trials)")
+    if not a.skip_known_path:
+        for fs in sizes:
+            if isinstance(fs, str):
+                continue
+            cap = 0.5 * report["ceilings"][str(fs)]
+            r, err = calibrate.check_known_path(fs, cap, duration_s=a.duration_s, progress=not a.json)
+            report["known_path"][str(fs)] = {"capacity_pps": cap, "ndr_pps": r.throughput_pps,
+                                             "relative_error": err}
+            if not a.json:
+                print(f"tbf path of {cap:,.0f} pps at {fs} B: NDR {r.throughput_pps:,.0f} pps, "
+                      f"error {err:+.2%}")
+    if a.json:
+        print(json.dumps(report, indent=1))
+    return 0
+
+
+def cmd_figures(a) -> int:
+    from nfvlab.plots.reference import render_reference_figures
+
+    rp = P.load(a.params, P.ReferenceParams)
+    paths = render_reference_figures(a.out, dpi=rp.dpi) if "dpi" in \
+        render_reference_figures.__code__.co_varnames else render_reference_figures(a.out)
+    for p in paths:
+        print(p)
+    return 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    from nfvlab.lab.core import LabError, Terminated
+    from nfvlab.lab.state import LabBusy
+    from nfvlab.measure import InputError
+    from nfvlab.search import SearchError
+    from nfvlab.traffic.build import BuildError
+    from nfvlab.traffic.embedded import GeneratorError
+
+    a = _build_parser().parse_args(argv)
+    handler = {"lab": cmd_lab, "trial": cmd_trial, "search": cmd_search,
+               "calibrate": cmd_calibrate, "figures": cmd_figures}[a.cmd]
+    try:
+        return handler(a)
+    except (CliError, P.ParamsError, InputError, LabError, BuildError, LabBusy) as err:
+        print(f"nfvlab: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (GeneratorError, SearchError) as err:
+        print(f"nfvlab: failed: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except (KeyboardInterrupt, Terminated):
+        print("nfvlab: interrupted; the lab was torn down", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The embedded local lab: model catalogue, topology builders, lifecycle."""

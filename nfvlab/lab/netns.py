@@ -1,0 +1,150 @@
+"""Netlink building blocks (pyroute2): namespaces, veths, addresses, sysctls."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+from pyroute2 import IPRoute, netns
+
+
+@contextmanager
+def ipr_in(ns_name: str) -> Iterator[IPRoute]:
+    """A netlink socket bound to namespace ``ns_name``.
+
+    Created while this thread is switched into the namespace (a socket stays in
+    the namespace it was made in); cheaper and safer than pyroute2's NetNS,
+    which forks a helper process per socket.
+    """
+    netns.pushns(ns_name)
+    try:
+        ipr = IPRoute()
+    finally:
+        netns.popns()
+    try:
+        yield ipr
+    finally:
+        ipr.close()
+
+
+def create_namespace(name: str) -> None:
+    netns.create(name)
+    # No IPv6 (no router/neighbour solicitations) and no stray traffic on lab links.
+    set_sysctl(name, "net/ipv6/conf/all/disable_ipv6", "1")
+    set_sysctl(name, "net/ipv6/conf/default/disable_ipv6", "1")
+    with ipr_in(name) as ns:
+        ns.link("set", index=ns.link_lookup(ifname="lo")[0], state="up")
+
+
+@contextmanager
+def inside(ns_name: str) -> Iterator[None]:
+    """Run the block with this thread in network namespace ``ns_name``."""
+    netns.pushns(ns_name)
+    try:
+        yield
+    finally:
+        netns.popns()
+
+
+def set_sysctl(ns_name: str, key: str, value: str) -> None:
+    """Write /proc/sys/<key> as seen from namespace ``ns_name``."""
+    with inside(ns_name):
+        Path("/proc/sys", key).write_text(value)
+
+
+def veth(ns_a: str, name_a: str, ns_b: str, name_b: str, mtu: int) -> None:
+    """A veth pair with end ``name_a`` in ``ns_a`` and ``name_b`` in ``ns_b``, both up."""
+    with ipr_in(ns_a) as ipr:
+        ipr.link("add", ifname=name_a, kind="veth", peer={"ifname": name_b, "net_ns_fd": ns_b})
+    for ns, name in ((ns_a, name_a), (ns_b, name_b)):
+        with ipr_in(ns) as ipr:
+            idx = ipr.link_lookup(ifname=name)[0]
+            ipr.link("set", index=idx, mtu=mtu, state="up")
+
+
+def link_index(ipr: IPRoute, name: str) -> int:
+    found = ipr.link_lookup(ifname=name)
+    if not found:
+        raise LookupError(f"no interface {name!r}")
+    return found[0]
+
+
+def mac(ns_name: str, ifname: str) -> str:
+    with ipr_in(ns_name) as ipr:
+        return ipr.get_links(link_index(ipr, ifname))[0].get("IFLA_ADDRESS")
+
+
+def link_exists(ns_name: str, ifname: str) -> bool:
+    if ns_name not in netns.listnetns():
+        return False
+    with ipr_in(ns_name) as ipr:
+        return bool(ipr.link_lookup(ifname=ifname))
+
+
+def link_mtu(ns_name: str, ifname: str) -> int:
+    with ipr_in(ns_name) as ipr:
+        return ipr.get_links(link_index(ipr, ifname))[0].get("IFLA_MTU")
+
+
+def counters(ns_name: str, ifnames: list[str]) -> dict[str, dict[str, int]]:
+    """64-bit interface counters (rx/tx packets, bytes, dropped) per interface."""
+    out = {}
+    with ipr_in(ns_name) as ipr:
+        for name in ifnames:
+            st = ipr.get_links(link_index(ipr, name))[0].get("IFLA_STATS64")
+            out[name] = {k: st[k] for k in (
+                "rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_dropped", "tx_dropped")}
+    return out
+
+
+def add_address(ns_name: str, ifname: str, cidr: str) -> None:
+    addr, plen = cidr.split("/")
+    with ipr_in(ns_name) as ipr:
+        ipr.addr("add", index=link_index(ipr, ifname), address=addr, prefixlen=int(plen))
+
+
+def add_neighbour(ns_name: str, ifname: str, ip: str, lladdr: str) -> None:
+    """A permanent ARP entry: lab links never resolve addresses on the wire."""
+    with ipr_in(ns_name) as ipr:
+        ipr.neigh("add", dst=ip, lladdr=lladdr, ifindex=link_index(ipr, ifname), state="permanent")
+
+
+def add_route(ns_name: str, dst: str, gateway: str, ifname: str, table: Optional[int] = None) -> None:
+    kw = {"table": table} if table else {}
+    with ipr_in(ns_name) as ipr:
+        ipr.route("add", dst=dst, gateway=gateway, oif=link_index(ipr, ifname), **kw)
+
+
+def add_rule_iif(ns_name: str, ifname: str, table: int, priority: int) -> None:
+    with ipr_in(ns_name) as ipr:
+        ipr.rule("add", iifname=ifname, table=table, priority=priority)
+
+
+def bridge(ns_name: str, name: str, ports: list[str], mtu: int) -> None:
+    with ipr_in(ns_name) as ipr:
+        # No multicast snooping: a snooping bridge joins 224.0.0.106 and sends
+        # IGMP reports out of its ports, which would count as received test frames.
+        ipr.link("add", ifname=name, kind="bridge", br_mcast_snooping=0)
+        br = link_index(ipr, name)
+        for p in ports:
+            ipr.link("set", index=link_index(ipr, p), master=br)
+        ipr.link("set", index=br, mtu=mtu, state="up")
+
+
+def macvlan_into(ns_parent: str, parent: str, ns_target: str, name: str, mtu: int) -> None:
+    """A bridge-mode macvlan on ``parent`` moved into ``ns_target`` as ``name``."""
+    tmp = f"mv{abs(hash((parent, name))) % 10**8}"
+    with ipr_in(ns_parent) as ipr:
+        ipr.link("add", ifname=tmp, kind="macvlan", link=link_index(ipr, parent), macvlan_mode="bridge")
+        ipr.link("set", index=link_index(ipr, tmp), net_ns_fd=ns_target)
+    with ipr_in(ns_target) as ipr:
+        idx = link_index(ipr, tmp)
+        ipr.link("set", index=idx, ifname=name)
+        ipr.link("set", index=idx, mtu=mtu, state="up")
+
+
+def shape_tbf(ns_name: str, ifname: str, rate_bytes_s: float, burst_bytes: int, latency_ms: float) -> None:
+    """Token-bucket shaper on ``ifname`` egress (a data path of known capacity)."""
+    with ipr_in(ns_name) as ipr:
+        ipr.tc("add", "tbf", index=link_index(ipr, ifname), rate=int(rate_bytes_s),
+               burst=burst_bytes, latency=f"{latency_ms}ms")

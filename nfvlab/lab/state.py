@@ -1,0 +1,218 @@
+"""What nfvlab created, written down before it is created, so nothing leaks.
+
+Every lab resource carries the ``nfvl-<lab id>-`` name prefix and is listed in a
+state record (``/run/nfvlab/labs/<id>.json``) *before* it is created. After a
+kill -9, :func:`clean` reads those records and removes exactly what they list
+(processes it started, namespaces it made), never anything else.
+
+A host-wide lock (``/run/nfvlab/lock``, flock) keeps two runs from building or
+driving labs at once: they would share the same CPUs and falsify each other.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import re
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterator, Optional
+
+PREFIX = "nfvl-"
+#: Names of namespaces nfvlab creates: nfvl-<6 hex>-<role>.
+NS_PATTERN = re.compile(r"^nfvl-([0-9a-f]{6})-(tg|wk|pod\d+|noisy\d*)$")
+
+
+def run_dir() -> Path:
+    return Path(os.environ.get("NFVLAB_RUN_DIR", "/run/nfvlab"))
+
+
+def labs_dir() -> Path:
+    return run_dir() / "labs"
+
+
+class LabBusy(RuntimeError):
+    """Another nfvlab run holds the lab lock."""
+
+
+@dataclass
+class ProcessRecord:
+    pid: int
+    start_time: int
+    """Process start time in clock ticks since boot (/proc/PID/stat field 22):
+    with the pid it identifies the process, so a recycled pid is never killed."""
+    cmd: str
+
+
+@dataclass
+class LabState:
+    """The state record of one lab."""
+
+    lab_id: str
+    model: str
+    owner_pid: int
+    owner_start_time: int
+    created_at: float
+    status: str = "building"
+    """building | up | tearing-down."""
+    persistent: bool = False
+    """Created by ``nfvlab lab up`` and meant to outlive its creator."""
+    namespaces: list[str] = field(default_factory=list)
+    processes: list[ProcessRecord] = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+    """Model-specific facts (ports, MACs, addresses) for ``lab status`` and reuse."""
+
+    @property
+    def path(self) -> Path:
+        return labs_dir() / f"{self.lab_id}.json"
+
+    def save(self) -> None:
+        """Write atomically and durably (tmp file + fsync + rename)."""
+        labs_dir().mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump(asdict(self), f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    @classmethod
+    def load(cls, path: Path) -> "LabState":
+        d = json.loads(path.read_text())
+        d["processes"] = [ProcessRecord(**p) for p in d.get("processes", [])]
+        return cls(**d)
+
+    def owner_alive(self) -> bool:
+        return process_start_time(self.owner_pid) == self.owner_start_time
+
+
+def process_start_time(pid: int) -> Optional[int]:
+    """Start time (clock ticks since boot) of ``pid``, or ``None`` if it does not exist."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # comm (field 2) may contain spaces and parentheses: split after the last ')'.
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def all_states() -> list[LabState]:
+    out = []
+    if labs_dir().exists():
+        for p in sorted(labs_dir().glob("*.json")):
+            try:
+                out.append(LabState.load(p))
+            except (ValueError, TypeError, OSError):
+                continue
+    return out
+
+
+class HostLock:
+    """Exclusive, non-blocking, released by the kernel when the holder dies."""
+
+    def __init__(self, purpose: str) -> None:
+        self.purpose = purpose
+        self._fd: Optional[int] = None
+
+    def __enter__(self) -> "HostLock":
+        run_dir().mkdir(parents=True, exist_ok=True)
+        path = run_dir() / "lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise LabBusy(
+                    f"the lab is in use ({holder}); wait for it to finish"
+                ) from None
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}: {self.purpose}".encode())
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def kill_process(rec: ProcessRecord, timeout_s: float = 3.0) -> bool:
+    """Stop a process nfvlab started (only if pid and start time still match)."""
+    if process_start_time(rec.pid) != rec.start_time:
+        return False
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(rec.pid, sig)
+        except ProcessLookupError:
+            return True
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if process_start_time(rec.pid) != rec.start_time:
+                return True
+            time.sleep(0.02)
+    return process_start_time(rec.pid) != rec.start_time
+
+
+def existing_namespaces() -> list[str]:
+    d = Path("/var/run/netns")
+    return sorted(p.name for p in d.iterdir()) if d.exists() else []
+
+
+def remove_namespace(name: str) -> None:
+    from pyroute2 import netns
+
+    if name in existing_namespaces():
+        netns.remove(name)
+
+
+def destroy(state: LabState) -> None:
+    """Remove everything ``state`` lists: processes first (they pin namespaces)."""
+    state.status = "tearing-down"
+    state.save()
+    for rec in state.processes:
+        kill_process(rec)
+    for ns in reversed(state.namespaces):
+        remove_namespace(ns)
+    state.path.unlink(missing_ok=True)
+
+
+def stale_states() -> Iterator[LabState]:
+    """Labs whose creator is gone and that nobody meant to keep."""
+    for st in all_states():
+        if st.owner_alive():
+            continue
+        if st.persistent and st.status == "up":
+            continue
+        yield st
+
+
+def clean(include_persistent: bool = False) -> list[str]:
+    """Remove what killed runs left behind; return a line per removed item.
+
+    Touches only resources listed in state records of dead owners and
+    ``nfvl-<id>-<role>`` namespaces whose lab has no live state record.
+    """
+    removed = []
+    states = all_states()
+    for st in states:
+        if st.owner_alive() and not (include_persistent and st.persistent):
+            continue
+        if st.persistent and st.status == "up" and not include_persistent:
+            continue
+        destroy(st)
+        removed.append(f"lab {st.lab_id} ({st.model}, {st.status}): {', '.join(st.namespaces) or 'no namespaces'}")
+    kept_ids = {st.lab_id for st in all_states()}
+    for ns in existing_namespaces():
+        m = NS_PATTERN.match(ns)
+        if m and m.group(1) not in kept_ids:
+            remove_namespace(ns)
+            removed.append(f"orphan namespace {ns}")
+    return removed

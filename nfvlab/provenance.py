@@ -1,0 +1,284 @@
+"""Where a result came from: code revision, software versions and the machine.
+
+:func:`collect` gathers, quickly (well under a second, no network access), what is
+needed to tell whether two runs are comparable: the nfvlab git revision and
+whether the checkout had local changes, package and tool versions, the kernel and
+its command line, the CPU, NUMA layout, memory and huge pages, the hash of the
+embedded traffic generator's source, and the run's parameters.
+
+Every piece is best effort: anything that cannot be determined is ``None`` and
+:func:`collect` never raises. The result is a flat, JSON-ready dict (only
+``packages`` and ``params`` are nested) so it can go straight into a ``run``
+record (see :mod:`nfvlab.records`) and into a pandas frame.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import re
+import socket
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+#: Debian packages whose versions are recorded (``None`` when not installed).
+PACKAGES: tuple[str, ...] = (
+    "dpdk",
+    "openvswitch-switch-dpdk",
+    "netsniff-ng",
+    "stress-ng",
+    "iperf3",
+    "libxdp1",
+)
+
+#: Bumped when keys of the :func:`collect` dict change meaning or are removed.
+SCHEMA_VERSION = 1
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+_GENERATOR_SOURCE = _PACKAGE_DIR / "traffic" / "nfvlab_gen.c"
+_SUBPROCESS_TIMEOUT_S = 5.0
+
+
+def utc_now() -> str:
+    """The current time as UTC ISO-8601 with microseconds and a ``Z`` suffix."""
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _safe(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except Exception:  # provenance is best effort: a missing piece is None
+        return None
+
+
+def _run(argv: list[str], cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+    # GIT_DIR, GIT_WORK_TREE, ... inherited from e.g. a git hook would point git
+    # at another repository than the one asked about.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["LC_ALL"] = "C"
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=_SUBPROCESS_TIMEOUT_S,
+    )
+
+
+def git_state(path: os.PathLike | str) -> tuple[Optional[str], Optional[bool]]:
+    """``(revision, dirty)`` of the git checkout containing ``path``.
+
+    ``revision`` is the full hash of ``HEAD`` (``None`` if the repository has no
+    commit yet). ``dirty`` is true when tracked files differ from ``HEAD`` or
+    there are untracked files that are not ignored. Both are ``None`` when
+    ``path`` is not inside a git checkout or git is unavailable.
+    """
+    path = Path(path)
+    if path.is_file():
+        path = path.parent
+    # safe.directory: a checkout owned by another user (e.g. read as root) is
+    # still reported rather than refused.
+    git = ["git", "-c", "safe.directory=*", "-C", str(path)]
+    try:
+        inside = _run([*git, "rev-parse", "--is-inside-work-tree"])
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    if inside.returncode != 0 or inside.stdout.strip() != "true":
+        return None, None
+    revision: Optional[str] = None
+    dirty: Optional[bool] = None
+    try:
+        head = _run([*git, "rev-parse", "--verify", "--quiet", "HEAD"])
+        if head.returncode == 0 and head.stdout.strip():
+            revision = head.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        status = _run([*git, "status", "--porcelain", "--untracked-files=normal"])
+        if status.returncode == 0:
+            dirty = bool(status.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return revision, dirty
+
+
+def debian_package_versions(packages: tuple[str, ...] | list[str] = PACKAGES) -> dict[str, Optional[str]]:
+    """Installed versions of Debian ``packages`` from one ``dpkg-query`` call.
+
+    A package that is not installed (or only has configuration files left) maps
+    to ``None``; so does every package when ``dpkg-query`` is unavailable.
+    """
+    versions: dict[str, Optional[str]] = {p: None for p in packages}
+    if not packages:
+        return versions
+    try:
+        proc = _run(
+            ["dpkg-query", "-W", "-f", "${Package}\\t${Version}\\t${db:Status-Status}\\n", *packages]
+        )
+    except (OSError, subprocess.SubprocessError):
+        return versions
+    # dpkg-query exits 1 when some package is unknown but still lists the others.
+    for line in proc.stdout.splitlines():
+        parts = line.split("\t")
+        if len(parts) != 3:
+            continue
+        name, version, status = parts
+        name = name.split(":", 1)[0]
+        if name in versions and status == "installed" and version:
+            versions[name] = version
+    return versions
+
+
+def _cpuinfo() -> tuple[Optional[str], Optional[int]]:
+    text = Path("/proc/cpuinfo").read_text(errors="replace")
+    model: Optional[str] = None
+    count = 0
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key = key.strip()
+        if key == "processor":
+            count += 1
+        elif model is None and key in ("model name", "Model", "cpu model", "Hardware"):
+            model = value.strip() or None
+    return model, (count or None)
+
+
+def _meminfo() -> dict[str, int]:
+    """``/proc/meminfo`` values, in bytes where the file gives kB."""
+    out: dict[str, int] = {}
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        m = re.match(r"^([^:]+):\s+(\d+)(\s+kB)?\s*$", line)
+        if m:
+            out[m.group(1)] = int(m.group(2)) * (1024 if m.group(3) else 1)
+    return out
+
+
+def _numa_nodes() -> Optional[int]:
+    base = Path("/sys/devices/system/node")
+    if not base.is_dir():
+        return None
+    n = sum(1 for p in base.iterdir() if re.fullmatch(r"node\d+", p.name))
+    return n or None
+
+
+def _file_sha256(path: Path) -> Optional[str]:
+    if not path.is_file():
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _nfvlab_version() -> Optional[str]:
+    from importlib.metadata import version
+
+    return version("nfvlab")
+
+
+def _read_stripped(path: str) -> Optional[str]:
+    return Path(path).read_text().strip() or None
+
+
+def _copy_params(params: Any) -> Any:
+    if params is None:
+        return None
+    try:
+        return dict(params)
+    except Exception:
+        return params
+
+
+def collect(params: dict | None = None) -> dict:
+    """Gather provenance of a run; never raises, a missing piece is ``None``.
+
+    Parameters
+    ----------
+    params : dict or None
+        The run's parameters, stored unchanged (shallow copy) under ``params``.
+
+    Returns
+    -------
+    dict
+        JSON-ready, with keys:
+
+        ``schema`` (int)
+            :data:`SCHEMA_VERSION`.
+        ``collected_at`` (str)
+            UTC ISO-8601 time of collection.
+        ``nfvlab_version`` (str)
+            Installed distribution version (``importlib.metadata``).
+        ``nfvlab_path`` (str)
+            Directory the ``nfvlab`` package was imported from.
+        ``git_revision`` (str), ``git_dirty`` (bool)
+            See :func:`git_state`, for the checkout holding the package; both
+            ``None`` for an installed (non-checkout) package.
+        ``python``, ``python_implementation``, ``python_executable`` (str)
+            Interpreter version (e.g. ``3.11.2``), implementation and path.
+        ``hostname`` (str)
+        ``kernel`` (str)
+            Kernel release (``uname -r``).
+        ``kernel_version`` (str), ``machine`` (str)
+            ``uname -v`` and ``uname -m``.
+        ``kernel_cmdline`` (str)
+            ``/proc/cmdline`` (isolcpus, hugepages, ... matter for results).
+        ``cpu_model`` (str)
+            First ``model name`` of ``/proc/cpuinfo``.
+        ``cpu_count`` (int)
+            Logical CPUs listed in ``/proc/cpuinfo``.
+        ``cpu_affinity_count`` (int)
+            CPUs this process may run on (``sched_getaffinity``).
+        ``cpu_governor`` (str)
+            cpufreq scaling governor of cpu0 (``None`` without cpufreq).
+        ``numa_nodes`` (int)
+            ``node<N>`` directories under ``/sys/devices/system/node``.
+        ``mem_total_bytes`` (int)
+            ``MemTotal`` from ``/proc/meminfo``.
+        ``hugepages_total`` (int), ``hugepage_size_bytes`` (int)
+            Default-size huge pages configured, and that size.
+        ``packages`` (dict of str to str or None)
+            Versions of the Debian packages in :data:`PACKAGES`.
+        ``generator_source_sha256`` (str)
+            SHA-256 (hex) of ``nfvlab/traffic/nfvlab_gen.c``; its first 16
+            characters name the compiled generator binary.
+        ``params`` (dict or None)
+            As given.
+    """
+    model_count = _safe(_cpuinfo) or (None, None)
+    meminfo = _safe(_meminfo) or {}
+    uname = _safe(platform.uname)
+    git_revision, git_dirty = _safe(lambda: git_state(_PACKAGE_DIR)) or (None, None)
+    cpu_count = model_count[1] if model_count[1] is not None else _safe(os.cpu_count)
+    return {
+        "schema": SCHEMA_VERSION,
+        "collected_at": _safe(utc_now),
+        "nfvlab_version": _safe(_nfvlab_version),
+        "nfvlab_path": str(_PACKAGE_DIR),
+        "git_revision": git_revision,
+        "git_dirty": git_dirty,
+        "python": _safe(platform.python_version),
+        "python_implementation": _safe(platform.python_implementation),
+        "python_executable": sys.executable or None,
+        "hostname": _safe(socket.gethostname),
+        "kernel": uname.release if uname else None,
+        "kernel_version": uname.version if uname else None,
+        "machine": uname.machine if uname else None,
+        "kernel_cmdline": _safe(lambda: _read_stripped("/proc/cmdline")),
+        "cpu_model": model_count[0],
+        "cpu_count": cpu_count,
+        "cpu_affinity_count": _safe(lambda: len(os.sched_getaffinity(0))),
+        "cpu_governor": _safe(
+            lambda: _read_stripped("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+        ),
+        "numa_nodes": _safe(_numa_nodes),
+        "mem_total_bytes": meminfo.get("MemTotal"),
+        "hugepages_total": meminfo.get("HugePages_Total"),
+        "hugepage_size_bytes": meminfo.get("Hugepagesize"),
+        "packages": _safe(debian_package_versions) or {p: None for p in PACKAGES},
+        "generator_source_sha256": _safe(lambda: _file_sha256(_GENERATOR_SOURCE)),
+        "params": _copy_params(params),
+    }

@@ -1,0 +1,631 @@
+"""Raw results, written durably as they happen, as JSON Lines.
+
+A run appends records to one ``.jsonl`` file: one JSON object per line, UTF-8.
+Every object has a ``type``:
+
+``run``
+    First record of a run: ``run_id``, ``experiment``, ``started_at``,
+    ``params``, ``provenance`` (see :func:`nfvlab.provenance.collect`).
+``trial``
+    One :class:`~nfvlab.trial.TrialResult` (``result``) with its ``seq`` number
+    in the run and free ``labels`` (search, context).
+``search``
+    A search's result, an opaque dict (``result``), with ``labels``.
+``note``
+    Free ``text`` with ``labels`` (e.g. ``"not realizable: no SR-IOV"``).
+``end``
+    Last record of a run: ``ended_at``, ``status`` (``completed``, ``failed``
+    or ``interrupted``) and ``error``.
+
+Durability: each record is serialized first and written with a single
+``write(2)`` on a file opened with ``O_APPEND``, then ``fsync``-ed before the
+call returns. A process killed at any moment (even ``SIGKILL``) therefore leaves
+every earlier record complete on disk and at most one torn final line, which
+:func:`read_records` skips with a warning. A run without an ``end`` record was
+killed (``status`` ``incomplete`` in :func:`runs_frame`). Files are only ever
+appended to, never truncated. See ``docs/records.md`` for the full schema.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import uuid
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
+
+from nfvlab.provenance import utc_now
+from nfvlab.trial import TrialResult
+
+if TYPE_CHECKING:  # pandas is imported lazily: writing records must stay cheap
+    import pandas as pd
+
+PathLike = Union[str, os.PathLike]
+
+#: Format version, stored in every ``run`` record as ``format``.
+FORMAT_VERSION = 1
+
+RECORD_TYPES = ("run", "trial", "search", "note", "end")
+END_STATUSES = ("completed", "failed", "interrupted")
+
+#: Columns of :func:`trials_frame` other than labels and per-direction latency.
+TRIAL_COLUMNS: tuple[str, ...] = (
+    "file",
+    "run_id",
+    "experiment",
+    "seq",
+    "time",
+    "kind",
+    "started_at",
+    "rate_pps",
+    "duration_s",
+    "frame_size",
+    "directions",
+    "intended_packets",
+    "sent_packets",
+    "received_packets",
+    "lost_packets",
+    "loss_ratio",
+    "offered_rate_pps",
+    "forwarding_rate_pps",
+    "probes_sent",
+    "probes_received",
+    "latency_p50_ns",
+    "latency_p99_ns",
+    "latency_max_ns",
+    "extra",
+)
+
+
+class RecordsError(ValueError):
+    """A records file is corrupt (not a torn final line) or a record is invalid."""
+
+
+def new_run_id() -> str:
+    """A unique, time-sortable run id, e.g. ``20250102T030405Z-1a2b3c4d``."""
+    stamp = utc_now()[:19].replace("-", "").replace(":", "")
+    return f"{stamp}Z-{uuid.uuid4().hex[:8]}"
+
+
+def _json_default(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj, key=repr)
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalar
+        return obj.item()
+    if hasattr(obj, "tolist") and callable(obj.tolist):  # numpy array
+        return obj.tolist()
+    raise TypeError(f"object of type {type(obj).__name__} is not JSON serializable: {obj!r}")
+
+
+def _encode(record: dict) -> bytes:
+    """One record as one UTF-8 line, ending in a newline and containing no other."""
+    try:
+        text = json.dumps(record, ensure_ascii=False, default=_json_default, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise RecordsError(f"{record.get('type')} record is not JSON serializable: {exc}") from exc
+    # json.dumps escapes control characters, so the line cannot contain "\n".
+    return (text + "\n").encode("utf-8")
+
+
+def _check_labels(labels: dict) -> dict:
+    for key in labels:
+        if key in TRIAL_COLUMNS:
+            raise ValueError(f"label {key!r} clashes with a trials_frame column; choose another name")
+    return dict(labels)
+
+
+class RecordWriter:
+    """Append the records of one run to a JSON Lines file, durably.
+
+    Use as a context manager: entering writes the ``run`` record, leaving writes
+    the ``end`` record with status ``completed``, ``interrupted``
+    (``KeyboardInterrupt``) or ``failed`` (any other exception, whose text goes
+    to ``error``); exceptions always propagate.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.jsonl`` file; created (with parent directories) if missing and
+        otherwise appended to, never truncated.
+    experiment : str
+        Name of the experiment.
+    params : dict, optional
+        The run's parameters.
+    provenance : dict, optional
+        Defaults to :func:`nfvlab.provenance.collect` of ``params``.
+    run_id : str, optional
+        Defaults to :func:`new_run_id`.
+
+    Notes
+    -----
+    Each record is one ``write(2)`` of a whole line on an ``O_APPEND`` file
+    descriptor followed by ``fsync``, so a killed process loses at most the
+    record being written. One writer per file at a time is recommended; on a
+    local Linux file system concurrent appenders do not interleave within lines.
+    """
+
+    def __init__(
+        self,
+        path: PathLike,
+        experiment: str,
+        params: Optional[dict] = None,
+        provenance: Optional[dict] = None,
+        *,
+        run_id: Optional[str] = None,
+    ) -> None:
+        self.path = Path(path)
+        self.experiment = experiment
+        self.params = dict(params) if params is not None else {}
+        if provenance is None:
+            from nfvlab.provenance import collect
+
+            provenance = collect(self.params)
+        self.provenance = provenance
+        self.run_id = run_id or new_run_id()
+        self.trials = 0
+        self._fd: Optional[int] = None
+        self._ended = False
+
+    # -- low level ----------------------------------------------------------
+    def _open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        created = not self.path.exists()
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        if created:  # make the new directory entry itself durable
+            _fsync_dir(self.path.parent)
+        else:
+            # A writer killed mid-record left a torn line without its newline:
+            # end it so our first record starts on a line of its own.
+            size = os.fstat(self._fd).st_size
+            if size > 0:
+                with open(self.path, "rb") as f:
+                    f.seek(size - 1)
+                    if f.read(1) != b"\n":
+                        self._write_bytes(b"\n")
+
+    def _write_bytes(self, data: bytes) -> None:
+        assert self._fd is not None
+        view = memoryview(data)
+        while view:  # a regular file only writes short on ENOSPC/EFBIG or a signal
+            n = os.write(self._fd, view)
+            view = view[n:]
+        os.fsync(self._fd)
+
+    def _write(self, record: dict) -> dict:
+        if self._fd is None or self._ended:
+            raise RuntimeError("RecordWriter is not open: use it as a context manager")
+        self._write_bytes(_encode(record))
+        return record
+
+    # -- context manager ----------------------------------------------------
+    def __enter__(self) -> "RecordWriter":
+        if self._fd is not None:
+            raise RuntimeError("RecordWriter already entered")
+        self._open()
+        try:
+            self._write(
+                {
+                    "type": "run",
+                    "format": FORMAT_VERSION,
+                    "run_id": self.run_id,
+                    "experiment": self.experiment,
+                    "started_at": utc_now(),
+                    "params": self.params,
+                    "provenance": self.provenance,
+                }
+            )
+        except BaseException:
+            self._close()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            status, error = "completed", None
+        elif issubclass(exc_type, KeyboardInterrupt):
+            status, error = "interrupted", _describe(exc_type, exc)
+        elif issubclass(exc_type, SystemExit) and getattr(exc, "code", None) in (None, 0):
+            status, error = "completed", None
+        else:
+            status, error = "failed", _describe(exc_type, exc)
+        try:
+            if self._fd is not None and not self._ended:
+                self._write(
+                    {
+                        "type": "end",
+                        "run_id": self.run_id,
+                        "ended_at": utc_now(),
+                        "status": status,
+                        "error": error,
+                        "trials": self.trials,
+                    }
+                )
+        finally:
+            self._ended = True
+            self._close()
+        return False
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    # -- records ------------------------------------------------------------
+    def trial(self, result: TrialResult, **labels: Any) -> dict:
+        """Record one trial; ``seq`` counts the run's trials from 0.
+
+        ``labels`` (JSON-serializable; e.g. ``search="mlr", vnf="ovs"``) become
+        columns of :func:`trials_frame`, so they may not reuse its column names.
+        Returns the record written.
+        """
+        record = {
+            "type": "trial",
+            "run_id": self.run_id,
+            "seq": self.trials,
+            "time": utc_now(),
+            "labels": _check_labels(labels),
+            "result": result.to_dict(),
+        }
+        self._write(record)
+        self.trials += 1
+        return record
+
+    def search(self, result: dict, **labels: Any) -> dict:
+        """Record a search's result (an opaque JSON-serializable dict)."""
+        return self._write(
+            {
+                "type": "search",
+                "run_id": self.run_id,
+                "time": utc_now(),
+                "labels": _check_labels(labels),
+                "result": dict(result),
+            }
+        )
+
+    def note(self, text: str, **labels: Any) -> dict:
+        """Record free text, e.g. ``"not realizable: <reason>"``."""
+        return self._write(
+            {
+                "type": "note",
+                "run_id": self.run_id,
+                "time": utc_now(),
+                "labels": _check_labels(labels),
+                "text": str(text),
+            }
+        )
+
+
+def _describe(exc_type, exc) -> str:
+    text = str(exc) if exc is not None else ""
+    return f"{exc_type.__name__}: {text}" if text else exc_type.__name__
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# -- reading -------------------------------------------------------------------
+def _parse_line(raw: bytes) -> dict:
+    obj = json.loads(raw.decode("utf-8"))
+    if not isinstance(obj, dict):
+        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+    if obj.get("type") not in RECORD_TYPES:
+        raise ValueError(f"unknown record type {obj.get('type')!r}")
+    return obj
+
+
+def read_records(path: PathLike) -> list[dict]:
+    """All records of a JSON Lines records file, in file order.
+
+    A torn line left by a killed writer -- the final line of the file, or a line
+    directly followed by the ``run`` record of a later run appended to the same
+    file -- is skipped with a :class:`RuntimeWarning`. Any other unparsable
+    line raises :class:`RecordsError` naming the file and line number. Blank
+    lines are ignored.
+    """
+    path = Path(path)
+    lines = path.read_bytes().split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    records: list[dict] = []
+    pending: Optional[tuple[int, Exception]] = None  # torn line awaiting a verdict
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = _parse_line(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            if pending is not None:
+                _corrupt(path, *pending)
+            pending = (lineno, exc)
+            continue
+        if pending is not None:
+            if record["type"] != "run":
+                _corrupt(path, *pending)
+            _warn_torn(path, pending[0], "before a new run")
+            pending = None
+        records.append(record)
+    if pending is not None:
+        _warn_torn(path, pending[0], "at the end of the file")
+    return records
+
+
+def _corrupt(path: Path, lineno: int, exc: Exception) -> None:
+    raise RecordsError(f"{path}:{lineno}: corrupt record: {exc}")
+
+
+def _warn_torn(path: Path, lineno: int, where: str) -> None:
+    warnings.warn(
+        f"{path}:{lineno}: skipping truncated record {where} (writer was killed while writing it)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+def _as_paths(paths: Union[PathLike, Iterable[PathLike]]) -> list[Path]:
+    if isinstance(paths, (str, os.PathLike)):
+        return [Path(paths)]
+    return [Path(p) for p in paths]
+
+
+def _worst(values: list[Optional[float]]) -> float:
+    present = [v for v in values if v is not None]
+    return max(present) if present else math.nan
+
+
+def _nan(v: Optional[float]) -> float:
+    return math.nan if v is None else v
+
+
+def trials_frame(paths: Union[PathLike, Iterable[PathLike]]) -> "pd.DataFrame":
+    """One row per ``trial`` record of one or more records files.
+
+    Parameters
+    ----------
+    paths : path or iterable of paths
+        Records files, read with :func:`read_records`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows in file order, with columns:
+
+        file : str
+            The records file.
+        run_id : str
+        experiment : str
+            From the run's ``run`` record (NaN if it is missing).
+        seq : int
+            Trial number within the run, from 0.
+        time : datetime64 (UTC)
+            When the record was written.
+        kind : str
+            ``trial`` or ``warmup``.
+        started_at : datetime64 (UTC)
+            When the trial's traffic started (NaT if not given).
+        <label> : object
+            One column per label key used in any trial (missing -> NaN), placed
+            after ``started_at``.
+        rate_pps : float
+            Intended rate per direction, packets/s.
+        duration_s : float
+            Intended duration, s.
+        frame_size : int or str
+            Frame size in bytes, or a named mix such as ``"imix"``.
+        directions : int
+            Number of traffic directions.
+        intended_packets, sent_packets, received_packets, lost_packets : int
+            Load packet counters summed over directions (lost = intended -
+            received, never negative per direction).
+        loss_ratio : float
+            (intended - received) / intended, 0..1.
+        offered_rate_pps, forwarding_rate_pps : float
+            Sent and received packets/s per direction (mean over directions).
+        probes_sent, probes_received : int
+            Latency probes, summed over directions.
+        latency_p50_ns, latency_p99_ns, latency_max_ns : float
+            Worst (largest) over directions of each direction's one-way latency
+            median, 99th percentile and maximum, ns; NaN if no probe came back.
+        extra : dict
+            The trial's free-form details.
+        d<i>_tx, d<i>_rx : str
+            Ports of direction ``i`` (``i`` from 0 to the most directions of any
+            trial minus one; missing -> NaN).
+        d<i>_p50_ns, d<i>_p99_ns : float
+            Latency median and 99th percentile of direction ``i``, ns.
+        d<i>_loss_ratio : float
+            Loss ratio of direction ``i``.
+    """
+    import pandas as pd
+
+    rows: list[dict] = []
+    label_keys: dict[str, None] = {}
+    max_dirs = 0
+    for path in _as_paths(paths):
+        experiments: dict[str, Any] = {}
+        for rec in read_records(path):
+            if rec["type"] == "run":
+                experiments[rec.get("run_id")] = rec.get("experiment")
+            if rec["type"] != "trial":
+                continue
+            res = rec["result"]
+            dirs = res.get("directions", [])
+            lats = [d.get("latency") or {} for d in dirs]
+            intended = res.get("intended_packets", sum(d["intended_packets"] for d in dirs))
+            received = res.get("received_packets", sum(d["received_packets"] for d in dirs))
+            row: dict[str, Any] = {
+                "file": str(path),
+                "run_id": rec.get("run_id"),
+                "experiment": experiments.get(rec.get("run_id"), math.nan),
+                "seq": rec.get("seq"),
+                "time": rec.get("time"),
+                "kind": res.get("kind", "trial"),
+                "started_at": res.get("started_at") or None,
+                "rate_pps": res.get("rate_pps"),
+                "duration_s": res.get("duration_s"),
+                "frame_size": res.get("frame_size"),
+                "directions": len(dirs),
+                "intended_packets": intended,
+                "sent_packets": res.get("sent_packets", sum(d["sent_packets"] for d in dirs)),
+                "received_packets": received,
+                "lost_packets": sum(
+                    max(0, d["intended_packets"] - d["received_packets"]) for d in dirs
+                ),
+                "loss_ratio": res.get("loss_ratio"),
+                "offered_rate_pps": res.get("offered_rate_pps"),
+                "forwarding_rate_pps": res.get("forwarding_rate_pps"),
+                "probes_sent": sum(lat.get("probes_sent", 0) for lat in lats),
+                "probes_received": sum(lat.get("probes_received", 0) for lat in lats),
+                "latency_p50_ns": _worst([lat.get("p50_ns") for lat in lats]),
+                "latency_p99_ns": _worst([lat.get("p99_ns") for lat in lats]),
+                "latency_max_ns": _worst([lat.get("max_ns") for lat in lats]),
+                "extra": res.get("extra", {}),
+            }
+            for i, (d, lat) in enumerate(zip(dirs, lats)):
+                row[f"d{i}_tx"] = d.get("tx_port")
+                row[f"d{i}_rx"] = d.get("rx_port")
+                row[f"d{i}_p50_ns"] = _nan(lat.get("p50_ns"))
+                row[f"d{i}_p99_ns"] = _nan(lat.get("p99_ns"))
+                di = d["intended_packets"]
+                row[f"d{i}_loss_ratio"] = (
+                    max(0, di - d["received_packets"]) / di if di > 0 else 0.0
+                )
+            max_dirs = max(max_dirs, len(dirs))
+            labels = rec.get("labels") or {}
+            for key, value in labels.items():
+                col = f"label_{key}" if key in TRIAL_COLUMNS else key
+                label_keys.setdefault(col, None)
+                row[col] = value
+            rows.append(row)
+
+    base = list(TRIAL_COLUMNS)
+    at = base.index("started_at") + 1
+    dir_cols = [
+        f"d{i}_{c}" for i in range(max_dirs) for c in ("tx", "rx", "p50_ns", "p99_ns", "loss_ratio")
+    ]
+    columns = base[:at] + list(label_keys) + base[at:] + dir_cols
+    df = pd.DataFrame(rows, columns=columns)
+    for col in ("time", "started_at"):
+        df[col] = pd.to_datetime(df[col], utc=True, errors="coerce", format="ISO8601")
+    for col in ("seq", "directions", "intended_packets", "sent_packets", "received_packets",
+                "lost_packets", "probes_sent", "probes_received"):
+        if not df[col].isna().any():
+            df[col] = df[col].astype("int64")
+    for col in ("rate_pps", "duration_s", "loss_ratio", "offered_rate_pps", "forwarding_rate_pps",
+                "latency_p50_ns", "latency_p99_ns", "latency_max_ns",
+                *[c for c in dir_cols if c.endswith(("_ns", "_loss_ratio"))]):
+        df[col] = df[col].astype("float64")
+    return df
+
+
+#: Columns of :func:`runs_frame`.
+RUN_COLUMNS: tuple[str, ...] = (
+    "file",
+    "run_id",
+    "experiment",
+    "status",
+    "error",
+    "started_at",
+    "ended_at",
+    "elapsed_s",
+    "trials",
+    "searches",
+    "notes",
+    "hostname",
+    "kernel",
+    "nfvlab_version",
+    "git_revision",
+    "git_dirty",
+    "params",
+    "provenance",
+)
+
+
+def runs_frame(paths: Union[PathLike, Iterable[PathLike]]) -> "pd.DataFrame":
+    """One row per run (``run`` record, or run id seen without one) in the files.
+
+    Parameters
+    ----------
+    paths : path or iterable of paths
+        Records files, read with :func:`read_records`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows in order of first appearance, with columns:
+
+        file : str
+        run_id : str
+        experiment : str
+        status : str
+            ``completed``, ``failed`` or ``interrupted`` from the ``end``
+            record, or ``incomplete`` when the run has none (the process was
+            killed, or is still running).
+        error : str
+            Exception text of a failed or interrupted run, else None.
+        started_at, ended_at : datetime64 (UTC)
+            ``ended_at`` is NaT for an incomplete run.
+        elapsed_s : float
+            ``ended_at - started_at`` in seconds (NaN if incomplete).
+        trials, searches, notes : int
+            Numbers of such records in the run.
+        hostname, kernel, nfvlab_version, git_revision, git_dirty
+            Copied from the provenance for convenience.
+        params, provenance : dict
+            As recorded in the ``run`` record.
+    """
+    import pandas as pd
+
+    runs: dict[tuple[str, Any], dict] = {}
+    for path in _as_paths(paths):
+        for rec in read_records(path):
+            key = (str(path), rec.get("run_id"))
+            row = runs.get(key)
+            if row is None:
+                row = runs[key] = {
+                    "file": str(path),
+                    "run_id": rec.get("run_id"),
+                    "status": "incomplete",
+                    "error": None,
+                    "trials": 0,
+                    "searches": 0,
+                    "notes": 0,
+                }
+            kind = rec["type"]
+            if kind == "run":
+                prov = rec.get("provenance") or {}
+                row.update(
+                    experiment=rec.get("experiment"),
+                    started_at=rec.get("started_at"),
+                    params=rec.get("params"),
+                    provenance=prov,
+                    **{k: prov.get(k) for k in
+                       ("hostname", "kernel", "nfvlab_version", "git_revision", "git_dirty")},
+                )
+            elif kind == "end":
+                row.update(status=rec.get("status"), error=rec.get("error"),
+                           ended_at=rec.get("ended_at"))
+            else:
+                row[{"trial": "trials", "search": "searches", "note": "notes"}[kind]] += 1
+    df = pd.DataFrame(list(runs.values()), columns=list(RUN_COLUMNS))
+    for col in ("started_at", "ended_at"):
+        df[col] = pd.to_datetime(df[col], utc=True, errors="coerce", format="ISO8601")
+    df["elapsed_s"] = (df["ended_at"] - df["started_at"]).dt.total_seconds()
+    for col in ("trials", "searches", "notes"):
+        df[col] = df[col].astype("int64")
+    return df

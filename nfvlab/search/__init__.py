@@ -1,0 +1,36 @@
+"""Throughput searches over an injected :class:`~nfvlab.trial.Measurer`.
+
+* :func:`mrr` -- maximum receive rate (trials at max load);
+* :func:`rfc2544_search`, :func:`ndr_pdr_bisect` -- RFC 2544 binary search;
+* :func:`mlrsearch` -- MLRsearch (draft-ietf-bmwg-mlrsearch) via PyPI ``MLRsearch``;
+* :func:`loss_sweep` -- loss versus offered load, 0.1 % to 100 %;
+* :class:`SyntheticDut` -- a model DUT with a known answer, for tests and docs.
+"""
+from nfvlab.search.bisect import ndr_pdr_bisect, rfc2544_search
+from nfvlab.search.mlr import DEFAULT_GOALS, mlrsearch
+from nfvlab.search.mrr import mrr
+from nfvlab.search.result import (
+    MinRateFailedError,
+    SearchError,
+    SearchResult,
+    SearchTimeoutError,
+    total_cost,
+)
+from nfvlab.search.sweep import DEFAULT_FRACTIONS, loss_sweep
+from nfvlab.search.synthetic import SyntheticDut
+
+__all__ = [
+    "DEFAULT_FRACTIONS",
+    "DEFAULT_GOALS",
+    "MinRateFailedError",
+    "SearchError",
+    "SearchResult",
+    "SearchTimeoutError",
+    "SyntheticDut",
+    "loss_sweep",
+    "mlrsearch",
+    "mrr",
+    "ndr_pdr_bisect",
+    "rfc2544_search",
+    "total_cost",
+]

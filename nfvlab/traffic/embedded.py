@@ -1,0 +1,129 @@
+"""The embedded generator: ``nfvlab-gen`` (C, AF_PACKET) on lab-created ports.
+
+Counting: the load a port *received* is its interface rx counter delta minus
+the latency probes it received; both counters are read before the generator
+starts and after it has exited (it waits for in-flight probes), never while
+traffic runs. Packets the generator could not send by the deadline (kernel
+backpressure) are reported as ``intended - sent`` and count as loss.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from typing import Optional, Protocol
+
+from nfvlab.lab import netns as nl
+from nfvlab.lab.kernel import Port, Stream
+from nfvlab.linerate import FrameSize
+from nfvlab.traffic.build import gen_binary
+from nfvlab.traffic.stats import DirectionStats, LatencyStats
+
+
+class GeneratorError(RuntimeError):
+    """The generator failed (its one-line message is included)."""
+
+
+class ProcessTracker(Protocol):
+    def track_process(self, pid: int, cmd: str): ...
+    def untrack_process(self, rec) -> None: ...
+
+
+class EmbeddedGenerator:
+    """Drive ``streams`` (one per direction) with ``nfvlab-gen``."""
+
+    name = "nfvlab-gen"
+
+    def __init__(
+        self,
+        streams: list[Stream],
+        *,
+        flows: int = 1,
+        latency_pps: int = 1000,
+        cpu: Optional[int] = 0,
+        settle_ms: int = 100,
+        tracker: Optional[ProcessTracker] = None,
+    ) -> None:
+        if not streams:
+            raise ValueError("no streams to drive")
+        self.streams = streams
+        self.flows = flows
+        self.latency_pps = latency_pps
+        self.cpu = cpu
+        self.settle_ms = settle_ms
+        self.tracker = tracker
+        self.binary = gen_binary()
+
+    def describe(self) -> dict:
+        return {
+            "generator": self.name,
+            "binary": self.binary.name,
+            "flows": self.flows,
+            "latency_pps": self.latency_pps,
+            "cpu": self.cpu,
+            "streams": [{"tx": str(s.tx), "rx": str(s.rx), "smac": s.smac, "dmac": s.dmac,
+                         "sip": s.sip, "dip": s.dip} for s in self.streams],
+        }
+
+    def command(self, rate_pps: float, duration_s: float, frame_size: FrameSize,
+                bidirectional: bool) -> list[str]:
+        cmd = [str(self.binary), "--duration-s", f"{duration_s:g}", "--flows", str(self.flows),
+               "--latency-pps", str(self.latency_pps), "--settle-ms", str(self.settle_ms)]
+        cmd += ["--imix"] if isinstance(frame_size, str) else ["--frame-size", str(frame_size)]
+        if self.cpu is not None:
+            cmd += ["--cpu", str(self.cpu)]
+        for s in self.streams[: 2 if bidirectional else 1]:
+            cmd += ["--stream", f"tx={s.tx},rx={s.rx},rate={rate_pps:.3f},smac={s.smac},"
+                                f"dmac={s.dmac},sip={s.sip},dip={s.dip}"]
+        return cmd
+
+    def run(self, rate_pps: float, duration_s: float, frame_size: FrameSize,
+            bidirectional: bool = True) -> tuple[DirectionStats, ...]:
+        streams = self.streams[: 2 if bidirectional else 1]
+        ports = sorted({p for s in streams for p in (s.tx, s.rx)}, key=str)
+        before = _read(ports)
+        cmd = self.command(rate_pps, duration_s, frame_size, bidirectional)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        rec = self.tracker.track_process(proc.pid, "nfvlab-gen") if self.tracker else None
+        try:
+            out, err = proc.communicate(timeout=duration_s + 30)
+        except BaseException:
+            # Ctrl-C / timeout: stop the sender before anything else.
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+            raise
+        finally:
+            if rec is not None:
+                self.tracker.untrack_process(rec)
+        if proc.returncode != 0:
+            raise GeneratorError(err.strip().splitlines()[-1] if err.strip() else
+                                 f"nfvlab-gen exited with {proc.returncode}")
+        after = _read(ports)
+        report = json.loads(out)
+        results = []
+        for s, r in zip(streams, report["streams"]):
+            lat = LatencyStats(**r["latency"])
+            rx = after[s.rx]["rx_packets"] - before[s.rx]["rx_packets"]
+            results.append(DirectionStats(
+                tx_port=str(s.tx), rx_port=str(s.rx),
+                intended_packets=int(r["intended"]), sent_packets=int(r["sent"]),
+                received_packets=max(0, rx - lat.probes_received),
+                duration_s=duration_s, latency=lat,
+            ))
+        return tuple(results)
+
+
+def _read(ports: list[Port]) -> dict[Port, dict[str, int]]:
+    out: dict[Port, dict[str, int]] = {}
+    by_ns: dict[str, list[Port]] = {}
+    for p in ports:
+        by_ns.setdefault(p.ns, []).append(p)
+    for ns, ps in by_ns.items():
+        got = nl.counters(ns, [p.iface for p in ps])
+        for p in ps:
+            out[p] = got[p.iface]
+    return out

@@ -1,0 +1,150 @@
+"""A trial: traffic at one intended rate for one duration, and what came of it.
+
+A search only needs a :class:`Measurer`: a callable that runs one trial at an
+intended per-direction rate for an intended duration and returns a
+:class:`TrialResult`. The embedded lab, a TRex lab and synthetic DUTs in tests all
+provide one; searches never know which.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Protocol, Union
+
+from nfvlab.traffic.stats import DirectionStats, LatencyStats
+
+FrameSize = Union[int, str]
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """Inputs and outputs of one trial.
+
+    ``rate_pps`` is the intended rate *per direction* (packets/s); counters are
+    summed over the directions. ``loss_ratio`` is (intended - received) /
+    intended, so packets the generator could not send count as lost.
+    """
+
+    rate_pps: float
+    duration_s: float
+    frame_size: FrameSize
+    directions: tuple[DirectionStats, ...]
+    started_at: str = ""
+    """UTC ISO-8601 time the traffic started."""
+    kind: str = "trial"
+    """``trial`` or ``warmup``."""
+    extra: dict = field(default_factory=dict)
+    """Free-form details (generator, lab, model) recorded with the trial."""
+
+    @property
+    def intended_packets(self) -> int:
+        return sum(d.intended_packets for d in self.directions)
+
+    @property
+    def sent_packets(self) -> int:
+        return sum(d.sent_packets for d in self.directions)
+
+    @property
+    def received_packets(self) -> int:
+        return sum(d.received_packets for d in self.directions)
+
+    @property
+    def loss_ratio(self) -> float:
+        """Fraction of intended packets not received, 0..1."""
+        intended = self.intended_packets
+        if intended <= 0:
+            return 0.0
+        return max(0, intended - self.received_packets) / intended
+
+    @property
+    def offered_rate_pps(self) -> float:
+        """Achieved offered rate per direction, packets/s (mean over directions)."""
+        return self.sent_packets / self.duration_s / max(1, len(self.directions))
+
+    @property
+    def forwarding_rate_pps(self) -> float:
+        """Received rate per direction, packets/s (mean over directions)."""
+        return self.received_packets / self.duration_s / max(1, len(self.directions))
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict with the derived rates and loss included."""
+        d = asdict(self)
+        d["directions"] = [x.to_dict() for x in self.directions]
+        d.update(
+            intended_packets=self.intended_packets,
+            sent_packets=self.sent_packets,
+            received_packets=self.received_packets,
+            loss_ratio=self.loss_ratio,
+            offered_rate_pps=self.offered_rate_pps,
+            forwarding_rate_pps=self.forwarding_rate_pps,
+        )
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrialResult":
+        dirs = tuple(
+            DirectionStats(
+                tx_port=x["tx_port"],
+                rx_port=x["rx_port"],
+                intended_packets=x["intended_packets"],
+                sent_packets=x["sent_packets"],
+                received_packets=x["received_packets"],
+                duration_s=x["duration_s"],
+                latency=LatencyStats(**x["latency"]),
+            )
+            for x in d["directions"]
+        )
+        return cls(
+            rate_pps=d["rate_pps"],
+            duration_s=d["duration_s"],
+            frame_size=d["frame_size"],
+            directions=dirs,
+            started_at=d.get("started_at", ""),
+            kind=d.get("kind", "trial"),
+            extra=d.get("extra", {}),
+        )
+
+
+class Measurer(Protocol):
+    """Runs one trial at ``rate_pps`` per direction for ``duration_s`` seconds."""
+
+    def __call__(self, rate_pps: float, duration_s: float) -> TrialResult: ...
+
+
+def run_trial(
+    generator,
+    rate_pps: float,
+    duration_s: float,
+    frame_size: FrameSize,
+    *,
+    bidirectional: bool = True,
+    kind: str = "trial",
+    extra: dict | None = None,
+) -> TrialResult:
+    """One trial: traffic at ``rate_pps`` per direction for ``duration_s``, then counters.
+
+    ``generator`` is a :class:`nfvlab.traffic.base.TrafficGenerator`.
+    """
+    from datetime import datetime, timezone
+
+    started = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    dirs = generator.run(rate_pps, duration_s, frame_size, bidirectional=bidirectional)
+    return TrialResult(
+        rate_pps=float(rate_pps), duration_s=float(duration_s), frame_size=frame_size,
+        directions=tuple(dirs), started_at=started, kind=kind,
+        extra={"generator": generator.name, **(extra or {})},
+    )
+
+
+class GeneratorMeasurer:
+    """A :class:`Measurer` over a traffic generator at a fixed frame size."""
+
+    def __init__(self, generator, frame_size: FrameSize, *, bidirectional: bool = True,
+                 extra: dict | None = None) -> None:
+        self.generator = generator
+        self.frame_size = frame_size
+        self.bidirectional = bidirectional
+        self.extra = extra or {}
+
+    def __call__(self, rate_pps: float, duration_s: float) -> TrialResult:
+        return run_trial(self.generator, rate_pps, duration_s, self.frame_size,
+                         bidirectional=self.bidirectional, extra=self.extra)

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Idempotent set-up of a Debian 12 host for nfvlab: the lab's Debian packages and
+# a virtual environment (.venv) with the pinned Python dependencies.
+# Re-running it does nothing that is already done. Needs root (the lab does too).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" != 0 ]; then
+  echo "setup: run as root (the embedded lab creates network namespaces): sudo make setup" >&2
+  exit 1
+fi
+
+# 1. Debian packages: install only what is missing.
+mapfile -t wanted < <(grep -v '^\s*#' scripts/debian-packages.txt | grep -v '^\s*$')
+missing=()
+for p in "${wanted[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  # policy-rc.d 101: do not start the distribution's OVS service; the lab runs private instances.
+  had_policy=0; [ -e /usr/sbin/policy-rc.d ] && had_policy=1
+  [ $had_policy = 1 ] || printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+  [ $had_policy = 1 ] || rm -f /usr/sbin/policy-rc.d
+fi
+
+# 2. Python virtual environment with pinned dependencies (requirements.lock).
+py=${PYTHON:-python3}
+stamp=.venv/.nfvlab-installed
+if [ ! -x .venv/bin/python ]; then
+  "$py" -m venv .venv
+fi
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -nt "$stamp" ]; then
+  echo "setup: installing Python dependencies into .venv (pinned by requirements.lock)"
+  .venv/bin/pip install -q --disable-pip-version-check --upgrade pip
+  .venv/bin/pip install -q --disable-pip-version-check -c requirements.lock -e '.[dev]'
+  touch "$stamp"
+fi
+
+# 3. Compile the embedded traffic generator now rather than in the first trial.
+.venv/bin/python -c 'from nfvlab.traffic.build import gen_binary; gen_binary()' 2>/dev/null || \
+  echo "setup: note: traffic generator not compiled yet (nfvlab/traffic/nfvlab_gen.c missing?)"
+echo "setup: done"

@@ -1,0 +1,80 @@
+"""Params files: typed models reject every kind of bad value with one line."""
+from pathlib import Path
+
+import pytest
+
+from nfvlab import params as P
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write(tmp_path, text, name="exp.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def error_of(tmp_path, text):
+    p = write(tmp_path, text)
+    with pytest.raises(P.ParamsError) as ei:
+        P.load(p)
+    msg = str(ei.value)
+    assert "\n" not in msg, "the message must be one line"
+    assert msg.startswith(str(p) + ":"), "the message must name the file"
+    return msg
+
+
+def test_valid_file_loads_with_defaults(tmp_path):
+    p = write(tmp_path, "experiment: a\nmodels: [linux-bridge, macvlan]\ntraffic:\n  frame_sizes: [64, IMIX, 1518]\n")
+    e = P.load(p)
+    assert e.models == ["linux-bridge", "macvlan"]
+    assert e.traffic.frame_sizes == [64, "IMIX", 1518]
+    assert e.trial.duration_s == 1.0 and e.search.method == "mlrsearch"
+
+
+@pytest.mark.parametrize(
+    "text,key,allowed",
+    [
+        ("experiment: a\ntraffic: {frame_sizes: [63]}\n", "traffic.frame_sizes.0", "64..9018"),
+        ("experiment: a\ntraffic: {frame_sizes: [64, 9019]}\n", "traffic.frame_sizes.1", "64..9018"),
+        ("experiment: a\ntraffic: {frame_sizes: [jumbo]}\n", "traffic.frame_sizes.0", "IMIX"),
+        ("experiment: a\nsearch: {min_rate_pps: -5}\n", "search.min_rate_pps", "greater than 0"),
+        ("experiment: a\nsearch: {max_rate_pps: 0}\n", "search.max_rate_pps", "greater than 0"),
+        ("experiment: a\ntrial: {duration_s: 0}\n", "trial.duration_s", "greater than 0"),
+        ("experiment: a\ntrial: {duration_s: -1.5}\n", "trial.duration_s", "greater than 0"),
+        ("experiment: a\ntrial: {warmup_s: -1}\n", "trial.warmup_s", "greater than or equal to 0"),
+        ("experiment: a\nmodels: [linux-bridge, calico-ebpf-xyz]\n", "models.1", "allowed: linux-bridge"),
+        ("experiment: a\nbogus: 1\n", "bogus", "unknown key"),
+        ("experiment: a\ntraffic: {flows: many}\n", "traffic.flows", "valid integer"),
+        ("experiment: a\ntraffic: {flows: 0}\n", "traffic.flows", "greater than or equal to 1"),
+        ("experiment: a\nsearch: {method: guess}\n", "search.method", "'mrr', 'rfc2544', 'mlrsearch' or 'sweep'"),
+        ("experiment: a\nsearch: {relative_width: 1.5}\n", "search.relative_width", "less than 1"),
+        ("experiment: a\nsearch: {min_rate_pps: 100, max_rate_pps: 50}\n", "search", "must be above"),
+        ("experiment: a\nlab: {kind: cloud}\n", "lab.kind", "'local' or 'k8s'"),
+        ("experiment: a\nlab: {port_speed: 400GbE}\n", "lab.port_speed", "10GbE"),
+        ("traffic: {flows: 2}\n", "experiment", "required key missing"),
+        ("experiment: a\nrepetitions: 1.5\n", "repetitions", "integer"),
+    ],
+)
+def test_bad_values_are_rejected_naming_file_key_and_allowed(tmp_path, text, key, allowed):
+    msg = error_of(tmp_path, text)
+    assert f": {key}: " in msg
+    assert allowed in msg
+
+
+def test_not_yaml_and_not_a_mapping(tmp_path):
+    assert "not valid YAML" in error_of(tmp_path, "experiment: [a\n")
+    assert "top level must be a mapping" in error_of(tmp_path, "- a\n- b\n")
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(P.ParamsError, match="cannot read"):
+        P.load(tmp_path / "nope.yaml")
+
+
+def test_every_shipped_params_file_is_valid():
+    files = sorted((REPO / "params").glob("*.yaml"))
+    assert files, "params/ has no files"
+    for f in files:
+        model = P.ReferenceParams if f.name == "reference.yaml" else P.ExperimentParams
+        P.load(f, model)

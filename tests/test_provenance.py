@@ -1,0 +1,179 @@
+"""Tests of nfvlab.provenance.collect against the real machine."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nfvlab import provenance
+from nfvlab.provenance import collect, debian_package_versions, git_state
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.org",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.org")
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True, env=env).stdout.strip()
+
+
+def test_collect_is_fast_json_ready_and_keeps_params():
+    params = {"frame_size": 64, "rates": [1, 2]}
+    t0 = time.monotonic()
+    prov = collect(params)
+    assert time.monotonic() - t0 < 1.0
+    assert prov["params"] == params
+    assert json.loads(json.dumps(prov)) == prov
+    assert collect()["params"] is None
+    assert prov["schema"] == provenance.SCHEMA_VERSION
+
+
+def test_collect_machine_facts():
+    prov = collect()
+    u = platform.uname()
+    assert prov["kernel"] == u.release == os.uname().release
+    assert prov["kernel_version"] == u.version
+    assert prov["machine"] == u.machine
+    assert prov["hostname"] == socket.gethostname()
+    assert prov["python"] == platform.python_version()
+    assert prov["python"].startswith(f"{sys.version_info.major}.{sys.version_info.minor}.")
+    assert prov["cpu_count"] == os.cpu_count()
+    assert prov["cpu_affinity_count"] == len(os.sched_getaffinity(0))
+    assert prov["collected_at"].endswith("Z")
+    from importlib.metadata import version
+
+    assert prov["nfvlab_version"] == version("nfvlab")
+    meminfo = Path("/proc/meminfo").read_text()
+    kb = int(next(x for x in meminfo.splitlines() if x.startswith("MemTotal:")).split()[1])
+    assert prov["mem_total_bytes"] == kb * 1024
+    node_dir = Path("/sys/devices/system/node")
+    if node_dir.is_dir():
+        nodes = [p for p in node_dir.iterdir() if p.name.startswith("node") and p.name[4:].isdigit()]
+        assert prov["numa_nodes"] == len(nodes) >= 1
+    models = [ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+              if ln.startswith("model name")]
+    if models:
+        assert prov["cpu_model"] == models[0]
+    assert prov["kernel_cmdline"] == (Path("/proc/cmdline").read_text().strip() or None)
+
+
+def test_collect_package_versions():
+    prov = collect()
+    assert set(prov["packages"]) == set(provenance.PACKAGES)
+    if shutil.which("dpkg-query") is None:
+        assert all(v is None for v in prov["packages"].values())
+        return
+    for pkg, ver in prov["packages"].items():
+        proc = subprocess.run(["dpkg-query", "-W", "-f", "${Version} ${db:Status-Status}", pkg],
+                              capture_output=True, text=True)
+        installed = proc.returncode == 0 and proc.stdout.endswith(" installed")
+        assert ver == (proc.stdout.split()[0] if installed else None), pkg
+
+
+def test_missing_package_is_none():
+    if shutil.which("dpkg-query") is None:
+        pytest.skip("no dpkg-query")
+    v = debian_package_versions(["dpkg", "nfvlab-no-such-package"])
+    assert v["nfvlab-no-such-package"] is None
+    assert v["dpkg"] and v["dpkg"][0].isdigit()
+
+
+def test_generator_hash():
+    src = Path(provenance.__file__).parent / "traffic" / "nfvlab_gen.c"
+    expected = hashlib.sha256(src.read_bytes()).hexdigest() if src.is_file() else None
+    assert collect()["generator_source_sha256"] == expected
+
+
+def test_generator_hash_of_patched_source(tmp_path, monkeypatch):
+    src = tmp_path / "nfvlab_gen.c"
+    src.write_bytes(b"int main(void) { return 0; }\n")
+    monkeypatch.setattr(provenance, "_GENERATOR_SOURCE", src)
+    assert collect()["generator_source_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+    monkeypatch.setattr(provenance, "_GENERATOR_SOURCE", tmp_path / "absent.c")
+    assert collect()["generator_source_sha256"] is None
+
+
+@needs_git
+def test_git_state_of_temp_repo(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / "pkg" / "mod.py").write_text("x = 1\n")
+    assert git_state(repo / "pkg") == (None, True)  # no commit yet, untracked file
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "one")
+    head = _git(repo, "rev-parse", "HEAD")
+    assert git_state(repo / "pkg") == (head, False)
+    assert git_state(repo / "pkg" / "mod.py") == (head, False)
+    (repo / "pkg" / "mod.py").write_text("x = 2\n")
+    assert git_state(repo / "pkg") == (head, True)
+    _git(repo, "commit", "-q", "-am", "two")
+    head2 = _git(repo, "rev-parse", "HEAD")
+    assert head2 != head and git_state(repo) == (head2, False)
+    (repo / "new.txt").write_text("untracked\n")
+    assert git_state(repo) == (head2, True)
+    (repo / ".gitignore").write_text("new.txt\n.gitignore\n")
+    assert git_state(repo) == (head2, False)
+
+
+@needs_git
+def test_collect_reports_git_of_package_checkout(tmp_path, monkeypatch):
+    repo = tmp_path / "checkout"
+    pkg = repo / "nfvlab"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "c")
+    monkeypatch.setattr(provenance, "_PACKAGE_DIR", pkg)
+    prov = collect()
+    assert prov["git_revision"] == _git(repo, "rev-parse", "HEAD")
+    assert prov["git_dirty"] is False
+
+
+@needs_git
+def test_git_state_inherited_git_dir_is_ignored(tmp_path, monkeypatch):
+    other = tmp_path / "other"
+    other.mkdir()
+    _git(other, "init", "-q")
+    _git(other, "commit", "-q", "--allow-empty", "-m", "c")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert git_state(plain) == (None, None)
+
+
+def test_not_a_checkout_is_none(tmp_path):
+    d = tmp_path / "nogit"
+    d.mkdir()
+    assert git_state(d) == (None, None)
+
+
+def test_collect_never_raises(monkeypatch):
+    def boom(*a, **k):
+        raise OSError("nope")
+
+    monkeypatch.setattr(provenance, "_run", boom)
+    monkeypatch.setattr(provenance, "_cpuinfo", boom)
+    monkeypatch.setattr(provenance, "_meminfo", boom)
+    monkeypatch.setattr(provenance, "_numa_nodes", boom)
+    monkeypatch.setattr(provenance.platform, "uname", boom)
+    monkeypatch.setattr(provenance.socket, "gethostname", boom)
+    prov = collect({"a": 1})
+    assert prov["git_revision"] is None and prov["git_dirty"] is None
+    assert all(v is None for v in prov["packages"].values())
+    assert prov["kernel"] is None and prov["hostname"] is None and prov["cpu_model"] is None
+    assert prov["cpu_count"] == os.cpu_count()  # falls back to os.cpu_count()
+    assert prov["mem_total_bytes"] is None and prov["numa_nodes"] is None
+    assert prov["params"] == {"a": 1}
