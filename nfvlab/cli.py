@@ -324,8 +324,7 @@ def cmd_figures(a) -> int:
     from nfvlab.plots.reference import render_reference_figures
 
     rp = P.load(a.params, P.ReferenceParams)
-    paths = render_reference_figures(a.out, dpi=rp.dpi) if "dpi" in \
-        render_reference_figures.__code__.co_varnames else render_reference_figures(a.out)
+    paths = render_reference_figures(a.out, dpi=rp.dpi)
     for p in paths:
         print(p)
     return 0

@@ -154,10 +154,10 @@ class ExperimentParams(_Strict):
 
 
 class ReferenceParams(_Strict):
-    """The reference-figures stage: which published tables to render."""
+    """The reference-figures stage (``params/reference.yaml``)."""
 
-    tables: list[Literal["all"]] = Field(default_factory=lambda: ["all"])
     dpi: int = Field(default=100, ge=50, le=300)
+    """Resolution of the rendered PNGs, dots per inch."""
 
 
 def format_error(err: ValidationError, source: str) -> str:

@@ -1,0 +1,142 @@
+"""Plot families and the reference figures (files written, byte-identical reruns)."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from nfvlab import plots
+from nfvlab import reference as ref
+from nfvlab.plots.heatmap import matrix_heatmap
+from nfvlab.plots.reference import render_reference_figures
+from nfvlab.plots.throughput import throughput_vs_frame_size
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_package_exports():
+    assert plots.throughput_vs_frame_size is throughput_vs_frame_size
+    assert plots.matrix_heatmap is matrix_heatmap
+    assert plots.render_reference_figures is render_reference_figures
+
+
+def test_throughput_vs_frame_size_log2():
+    df = ref.models_throughput()
+    ax = throughput_vs_frame_size(df, hue="model_label", title="t")
+    assert isinstance(ax.figure, Figure)
+    assert ax.get_xscale() == "log"
+    assert len(ax.get_lines()) == 4
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(dict.fromkeys(df["model_label"]))
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(s) for s in sorted(set(df["frame_size"]))]
+    x, y = ax.get_lines()[0].get_data()
+    assert list(x) == [64, 128, 256, 512, 1024, 1280, 1518]
+    assert list(y) == [7.25, 13.32, 19.26, 25.62, 30.12, 31.23, 31.26]
+
+
+def test_throughput_vs_frame_size_categorical_and_repeats():
+    df = pd.DataFrame({
+        "frame_size": pd.Series([64, 64, "IMIX", "IMIX", 1518], dtype=object),
+        "rate": [1.0, 3.0, 2.0, np.nan, 5.0],
+        "dut": ["a", "a", "a", "a", "a"],
+    })
+    fig = Figure()
+    ax = throughput_vs_frame_size(df, y="rate", hue="dut", ax=fig.subplots(), x_scale="categorical",
+                                  reference_line=6.0, reference_label="line rate")
+    lines = ax.get_lines()
+    x, y = lines[0].get_data()
+    assert list(x) == [0.0, 1.0, 2.0] and list(y) == [2.0, 5.0, 2.0]  # mean of repeats, NaN dropped
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["64", "1518", "IMIX"]
+    assert len(ax.collections) == 1  # repeated points drawn
+    with pytest.raises(ValueError):
+        throughput_vs_frame_size(df, y="rate", x_scale="log2")
+    with pytest.raises(ValueError):
+        throughput_vs_frame_size(df, y="rate", x_scale="weird")
+    with pytest.raises(KeyError):
+        throughput_vs_frame_size(df, y="nope")
+
+
+def _texts(ax):
+    return [t.get_text() for t in ax.texts]
+
+
+def test_matrix_heatmap_non_values_are_text_not_colour():
+    df = ref.density_mrr()
+    m = df[(df.testbed_id == "csit-2n-skx-t22") & (df.pcdr4sw == "(1:1)") & (df.topology == "VSC")
+           & (df.frame_size == 64)]
+    ax = matrix_heatmap(m, row="instances", col="nfs_per_instance", value="mrr_mpps", text="raw",
+                        vmin=0, vmax=12)
+    texts = _texts(ax)
+    assert len(texts) == 36
+    assert sorted(texts) == sorted(m["raw"])
+    assert "???*" in texts and "---" in texts and "6.1" in texts
+    mesh = ax.collections[0]
+    arr = mesh.get_array()
+    # non-values are masked out of the colour mesh
+    assert int(np.ma.count_masked(arr)) == int(m["mrr_mpps"].isna().sum())
+    assert int(np.ma.count(arr)) == int((m["status"] == "measured").sum())
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["1", "2", "4", "6", "8", "10"]
+
+
+def test_matrix_heatmap_formatting_and_orders():
+    df = ref.pinning_numa()
+    ax = matrix_heatmap(df, row="pinning", col="scenario", value="throughput_gbps",
+                        row_order=["none", "shared", "exclusive"], fmt=".1f")
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["none", "shared", "exclusive"]
+    assert "15.6" in _texts(ax) and "4.8" in _texts(ax)
+    df2 = pd.DataFrame({"r": [1, 1, 2], "c": ["a", "b", "a"], "v": [1.0, np.nan, 2.0]})
+    ax = matrix_heatmap(df2, "r", "c", "v", missing_text="n/a", cbar=False)
+    assert sorted(_texts(ax)) == ["1.00", "2.00", "n/a"]  # (2, "b") absent: blank
+    with pytest.raises(ValueError):
+        matrix_heatmap(pd.concat([df2, df2]), "r", "c", "v")
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    a = tmp_path_factory.mktemp("figs_a")
+    b = tmp_path_factory.mktemp("figs_b")
+    return render_reference_figures(a), render_reference_figures(b / "nested")
+
+
+def test_reference_figures_written(rendered):
+    paths, _ = rendered
+    assert paths == sorted(paths)
+    names = [p.name for p in paths]
+    assert names == sorted([
+        "draft11_fig10_models_throughput.png",
+        "draft11_fig12_numa_scenarios_single.png",
+        "draft11_fig13_pinning_numa.png",
+        "draft11_fig15_numa_scenarios_multi.png",
+        "draft11_fig16_combination_throughput.png",
+        "draft11_fig17_multipod_numa.png",
+        "density_mrr_csit-2n-skx-t22_pcdr4sw-1-1.png",
+        "density_mrr_csit-2n-skx-t22_pcdr4sw-2-1.png",
+        "density_mrr_equinix-2n-skx_pcdr4sw-1-1.png",
+        "density_mrr_equinix-2n-skx_pcdr4sw-2-1.png",
+        "density_nf_view.png",
+        "density_core_view.png",
+    ])
+    for p in paths:
+        data = p.read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 5000, p
+        assert b"Software" not in data and b"matplotlib version" not in data, p
+
+
+def test_reference_figures_byte_identical(rendered):
+    a, b = rendered
+    assert [p.name for p in a] == [p.name for p in b]
+    for pa, pb in zip(a, b):
+        assert hashlib.sha256(pa.read_bytes()).digest() == hashlib.sha256(pb.read_bytes()).digest(), pa.name
+
+
+def test_reference_style_is_restored():
+    import matplotlib as mpl
+
+    before = dict(mpl.rcParams)
+    from nfvlab.plots.reference import reference_style
+
+    with reference_style():
+        assert mpl.rcParams["axes.grid"] is True
+    assert dict(mpl.rcParams) == before
