@@ -36,8 +36,15 @@ def _frame_size(text: str):
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (the usage is one --help away)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="nfvlab", description=__doc__.split("\n\n")[0])
+    ap = _Parser(prog="nfvlab", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     lab = sub.add_parser("lab", help="the embedded local lab").add_subparsers(dest="lab_cmd", required=True)
@@ -172,14 +179,16 @@ def _check_common(a, rates=()):
     traffic = P.validate(P.TrafficParams, {"frame_sizes": [a.frame_size], "flows": a.flows,
                                            "bidirectional": not a.unidirectional,
                                            "latency_pps": a.latency_pps}, "arguments")
-    measure.check_inputs(a.frame_size, port_speed=a.port_speed, mtu=9000, rates_pps=tuple(rates),
-                         duration_s=getattr(a, "duration_s", None))
+    mtu = 9000  # every embedded-lab link
     if a.port:
         if os.geteuid() != 0:
             raise CliError("traffic needs root (raw sockets in network namespaces): run as root or with sudo")
-        measure.external_streams(a.port, a.dmac)  # ports exist, MACs valid
+        streams = measure.external_streams(a.port, a.dmac)  # ports exist, MACs valid
+        mtu = min(measure.port_mtu(s.tx) for s in streams)
     else:
         core.preflight(a.model or "linux-bridge")
+    measure.check_inputs(a.frame_size, port_speed=a.port_speed, mtu=mtu, rates_pps=tuple(rates),
+                         duration_s=getattr(a, "duration_s", None))
     from nfvlab.traffic.build import gen_binary
 
     gen_binary()  # a missing compiler is reported now, not after the lab is built

@@ -64,6 +64,11 @@ def external_streams(ports: list[str], dmacs: Optional[list[str]] = None) -> lis
     ]
 
 
+def port_mtu(port: Port) -> int:
+    """MTU of a traffic port, bytes."""
+    return nl.link_mtu(port.ns, port.iface)
+
+
 def check_inputs(frame_size: FrameSize, *, port_speed: str, mtu: int,
                  rates_pps: tuple[float, ...] = (), duration_s: Optional[float] = None) -> None:
     """Reject impossible requests before building anything."""

@@ -1,0 +1,809 @@
+/*
+ * nfvlab-gen: rate-controlled Ethernet/IPv4/UDP generator on AF_PACKET sockets.
+ *
+ * One trial per run: every stream sends llround(rate * duration) frames spread
+ * evenly over the duration, plus timestamped latency probes received back on
+ * the stream's rx port. Prints one JSON object on stdout.
+ *
+ * Exit codes: 0 ok, 2 bad arguments, 3 setup failure, 130 interrupted.
+ * Frame sizes include the 4-byte FCS (RFC 2544), which veth does not carry,
+ * so a frame of size N is sent as N-4 bytes.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <math.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_STREAMS 2
+#define MAX_SIZES 16
+#define MAX_PERIOD 10000
+#define MAX_PROBES 10000000LL /* keeps the sample array under ~80 MB */
+#define BATCH 32
+#define MIN_FRAME 64
+#define MAX_FRAME 9018
+#define FCS_LEN 4
+#define HDR_LEN 42 /* Ethernet 14 + IPv4 20 + UDP 8 */
+#define LOAD_PORT 1024
+#define PROBE_PORT 7878
+#define PROBE_MAGIC "NFVL"
+#define SPIN_NS 50000LL      /* sleep only when the next packet is further away */
+#define MAX_SLEEP_NS 10000000LL /* bound sleeps so a signal is noticed quickly */
+#define NS_PER_S 1000000000LL
+#define NO_SAMPLE INT64_MIN     /* a clock step can make real samples negative */
+
+struct port {
+    char spec[128];          /* as given, "NS:IFACE", echoed in the JSON */
+    char ns[100];            /* "." = the namespace we run in */
+    char ifname[IFNAMSIZ];
+};
+
+struct stream {
+    struct port tx, rx;
+    double rate;
+    uint8_t smac[6], dmac[6];
+    struct in_addr sip, dip;
+    /* runtime */
+    int txfd, rxfd;
+    uint8_t *hdrs;           /* [size index][flow] precomputed headers */
+    uint8_t probe[MAX_FRAME];
+    size_t probe_len;
+    long long intended, attempted, sent, send_errors;
+    long long probes_intended, probes_attempted, probes_sent;
+    int64_t last_send_ns;
+    int64_t *samples;        /* latency per probe sequence, NO_SAMPLE = not seen */
+    long long nsamples;
+    pthread_t rx_thread;
+};
+
+struct config {
+    double duration;
+    int sizes[MAX_SIZES], weights[MAX_SIZES], nsizes;
+    uint8_t seq[MAX_PERIOD]; /* size index of each position in the mix */
+    int period;
+    int flows;
+    double latency_pps;
+    int settle_ms;
+    int cpu;                 /* -1 = no pinning */
+    int sndbuf;              /* 0 = kernel default */
+    int nstreams;
+    struct stream streams[MAX_STREAMS];
+};
+
+static volatile sig_atomic_t g_interrupted;
+static atomic_int g_rx_stop;
+static uint8_t g_zero[MAX_FRAME];  /* shared payload of load frames */
+static int g_home_ns = -1;         /* fd of the namespace we started in */
+
+/* ---------- errors ---------- */
+
+static _Noreturn void fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("nfvlab-gen: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(code);
+}
+
+#define bad_arg(...) fail(2, __VA_ARGS__)
+#define setup_fail(...) fail(3, __VA_ARGS__)
+
+/* ---------- argument parsing ---------- */
+
+static bool parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v))
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int parse_int_arg(const char *opt, const char *s, long lo, long hi)
+{
+    long v;
+    if (!parse_long(s, lo, hi, &v))
+        bad_arg("%s '%s' is invalid: allowed integers %ld..%ld", opt, s, lo, hi);
+    return (int)v;
+}
+
+static void parse_sizes(struct config *c, const char *list)
+{
+    char buf[512], *save = NULL;
+    if (strlen(list) >= sizeof buf)
+        bad_arg("--sizes list too long");
+    strcpy(buf, list);
+    c->nsizes = 0;
+    c->period = 0;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':');
+        long size, weight = 1;
+        if (c->nsizes == MAX_SIZES)
+            bad_arg("--sizes has more than %d entries", MAX_SIZES);
+        if (colon)
+            *colon = '\0';
+        if (!parse_long(tok, MIN_FRAME, MAX_FRAME, &size) ||
+            (colon && !parse_long(colon + 1, 1, 1000, &weight)))
+            bad_arg("--sizes entry '%s%s%s' is invalid: use SIZE:WEIGHT with SIZE %d..%d and WEIGHT 1..1000",
+                    tok, colon ? ":" : "", colon ? colon + 1 : "", MIN_FRAME, MAX_FRAME);
+        if (c->period + weight > MAX_PERIOD)
+            bad_arg("--sizes weights sum to more than %d", MAX_PERIOD);
+        for (long i = 0; i < weight; i++)
+            c->seq[c->period++] = (uint8_t)c->nsizes;
+        c->sizes[c->nsizes] = (int)size;
+        c->weights[c->nsizes++] = (int)weight;
+    }
+    if (c->nsizes == 0)
+        bad_arg("--sizes is empty: use e.g. 64:7,570:4,1518:1");
+}
+
+static void parse_port(struct port *p, const char *key, const char *v)
+{
+    const char *colon = strchr(v, ':');
+    size_t nslen = colon ? (size_t)(colon - v) : 0;
+    if (!colon || nslen == 0 || nslen >= sizeof p->ns || !colon[1] ||
+        strlen(colon + 1) >= IFNAMSIZ || strlen(v) >= sizeof p->spec)
+        bad_arg("--stream %s='%s' is invalid: use NS:IFACE (NS '.' = current namespace)", key, v);
+    memcpy(p->ns, v, nslen);
+    p->ns[nslen] = '\0';
+    /* The spec is echoed into the JSON unescaped and the name into a path. */
+    if (strpbrk(v, "/\"\\") || !strcmp(p->ns, ".."))
+        bad_arg("--stream %s='%s' is invalid: names must not contain '/', '\"' or '\\'", key, v);
+    for (const char *q = v; *q; q++)
+        if ((unsigned char)*q < 0x20)
+            bad_arg("--stream %s: control characters are not allowed", key);
+    strcpy(p->ifname, colon + 1);
+    strcpy(p->spec, v);
+}
+
+static void parse_mac(uint8_t mac[6], const char *key, const char *v)
+{
+    unsigned m[6];
+    char tail;
+    if (sscanf(v, "%2x:%2x:%2x:%2x:%2x:%2x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5], &tail) != 6)
+        bad_arg("--stream %s='%s' is invalid: use aa:bb:cc:dd:ee:ff", key, v);
+    for (int i = 0; i < 6; i++)
+        mac[i] = (uint8_t)m[i];
+}
+
+static void parse_stream(struct stream *s, const char *spec)
+{
+    static const char *const keys[] = {"tx", "rx", "rate", "smac", "dmac", "sip", "dip"};
+    char buf[1024], *save = NULL;
+    unsigned seen = 0;
+    if (strlen(spec) >= sizeof buf)
+        bad_arg("--stream value too long");
+    strcpy(buf, spec);
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *v = strchr(tok, '=');
+        int k = -1;
+        if (v)
+            *v++ = '\0';
+        for (int i = 0; i < 7; i++)
+            if (!strcmp(tok, keys[i]))
+                k = i;
+        if (!v || k < 0)
+            bad_arg("--stream item '%s' is invalid: allowed keys tx, rx, rate, smac, dmac, sip, dip as key=value", tok);
+        if (seen & (1u << k))
+            bad_arg("--stream key '%s' given twice", tok);
+        seen |= 1u << k;
+        switch (k) {
+        case 0: parse_port(&s->tx, tok, v); break;
+        case 1: parse_port(&s->rx, tok, v); break;
+        case 2:
+            if (!parse_double(v, &s->rate) || s->rate <= 0 || s->rate > 1e9)
+                bad_arg("--stream rate='%s' is invalid: packets/s, > 0 and <= 1e9", v);
+            break;
+        case 3: parse_mac(s->smac, tok, v); break;
+        case 4: parse_mac(s->dmac, tok, v); break;
+        case 5:
+        case 6:
+            if (inet_pton(AF_INET, v, k == 5 ? &s->sip : &s->dip) != 1)
+                bad_arg("--stream %s='%s' is invalid: use an IPv4 address A.B.C.D", tok, v);
+            break;
+        }
+    }
+    for (int i = 0; i < 7; i++)
+        if (!(seen & (1u << i)))
+            bad_arg("--stream '%s' lacks %s=: required keys are tx, rx, rate, smac, dmac, sip, dip", spec, keys[i]);
+}
+
+static const char usage[] =
+    "usage: nfvlab-gen --duration-s D [--frame-size N | --sizes S:W,... | --imix]\n"
+    "                  [--flows F] [--latency-pps L] [--settle-ms S] [--cpu C] [--sndbuf BYTES]\n"
+    "                  --stream 'tx=NS:IF,rx=NS:IF,rate=PPS,smac=MAC,dmac=MAC,sip=IP,dip=IP' [--stream ...]\n";
+
+static void set_sizes(struct config *c, bool *have_size, const char *opt, const char *list)
+{
+    if (*have_size)
+        bad_arg("%s: give only one of --frame-size, --sizes, --imix", opt);
+    *have_size = true;
+    parse_sizes(c, list);
+}
+
+/* Applies one "--opt value" pair (val is NULL for the flag --imix). */
+static void apply_option(struct config *c, const char *opt, const char *val, bool *have_size)
+{
+    if (!strcmp(opt, "--imix")) {
+        set_sizes(c, have_size, opt, "64:7,570:4,1518:1");
+    } else if (!strcmp(opt, "--duration-s")) {
+        if (!parse_double(val, &c->duration) || c->duration <= 0 || c->duration > 86400)
+            bad_arg("--duration-s '%s' is invalid: seconds, > 0 and <= 86400", val);
+    } else if (!strcmp(opt, "--frame-size")) {
+        set_sizes(c, have_size, opt, "64");
+        c->sizes[0] = parse_int_arg(opt, val, MIN_FRAME, MAX_FRAME);
+    } else if (!strcmp(opt, "--sizes")) {
+        set_sizes(c, have_size, opt, val);
+    } else if (!strcmp(opt, "--flows")) {
+        c->flows = parse_int_arg(opt, val, 1, 65535);
+    } else if (!strcmp(opt, "--latency-pps")) {
+        if (!parse_double(val, &c->latency_pps) || c->latency_pps < 0 || c->latency_pps > 100000)
+            bad_arg("--latency-pps '%s' is invalid: probes/s, 0..100000 (0 disables probes)", val);
+    } else if (!strcmp(opt, "--settle-ms")) {
+        c->settle_ms = parse_int_arg(opt, val, 0, 60000);
+    } else if (!strcmp(opt, "--cpu")) {
+        c->cpu = parse_int_arg(opt, val, 0, CPU_SETSIZE - 1);
+    } else if (!strcmp(opt, "--sndbuf")) {
+        c->sndbuf = parse_int_arg(opt, val, 4096, 1 << 30);
+    } else if (!strcmp(opt, "--stream")) {
+        if (c->nstreams == MAX_STREAMS)
+            bad_arg("at most %d --stream options are allowed", MAX_STREAMS);
+        parse_stream(&c->streams[c->nstreams++], val);
+    } else {
+        bad_arg("unknown option %s (see --help)", opt);
+    }
+}
+
+static void parse_args(struct config *c, int argc, char **argv)
+{
+    bool have_size = false;
+    memset(c, 0, sizeof *c);
+    parse_sizes(c, "64");
+    c->flows = 1;
+    c->latency_pps = 1000;
+    c->settle_ms = 100;
+    c->cpu = -1;
+    for (int i = 1; i < argc; i++) {
+        char opt[64];
+        const char *arg = argv[i], *val = NULL, *eq = strchr(arg, '=');
+        int optlen = eq ? (int)(eq - arg) : (int)strlen(arg);
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            fputs(usage, stdout);
+            exit(0);
+        }
+        if (strncmp(arg, "--", 2) || optlen >= (int)sizeof opt)
+            bad_arg("unexpected argument '%s' (see --help)", arg);
+        snprintf(opt, sizeof opt, "%.*s", optlen, arg);
+        if (!strcmp(opt, "--imix")) {
+            if (eq)
+                bad_arg("--imix takes no value");
+        } else if (eq) {
+            val = eq + 1;
+        } else if (i + 1 < argc) {
+            val = argv[++i];
+        } else {
+            bad_arg("%s needs a value (see --help)", opt);
+        }
+        apply_option(c, opt, val, &have_size);
+    }
+    if (c->duration <= 0)
+        bad_arg("--duration-s is required (seconds, > 0)");
+    if (c->nstreams == 0)
+        bad_arg("--stream is required (1 or 2 streams)");
+    if (llround(c->latency_pps * c->duration) > MAX_PROBES)
+        bad_arg("--latency-pps x --duration-s exceeds %lld probes per stream", MAX_PROBES);
+}
+
+/* ---------- frames ---------- */
+
+static uint16_t ip_checksum(const uint8_t *p, size_t len)
+{
+    uint32_t sum = 0;
+    for (size_t i = 0; i + 1 < len; i += 2)
+        sum += (uint32_t)p[i] << 8 | p[i + 1];
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return (uint16_t)~sum;
+}
+
+static void put16(uint8_t *p, unsigned v) { p[0] = (uint8_t)(v >> 8), p[1] = (uint8_t)v; }
+
+/* Ethernet + IPv4 + UDP header of a frame of `size` bytes (FCS included). */
+static void build_header(uint8_t *h, const struct stream *s, int size, unsigned sport, unsigned dport)
+{
+    unsigned ip_len = (unsigned)size - FCS_LEN - 14;
+    memcpy(h, s->dmac, 6);
+    memcpy(h + 6, s->smac, 6);
+    put16(h + 12, ETH_P_IP);
+    uint8_t *ip = h + 14;
+    memset(ip, 0, 20);
+    ip[0] = 0x45;
+    put16(ip + 2, ip_len);
+    put16(ip + 6, 0x4000);   /* DF: a constant ID is then legal (RFC 6864) */
+    ip[8] = 64;
+    ip[9] = IPPROTO_UDP;
+    memcpy(ip + 12, &s->sip, 4);
+    memcpy(ip + 16, &s->dip, 4);
+    put16(ip + 10, ip_checksum(ip, 20));
+    uint8_t *udp = ip + 20;
+    put16(udp, sport);
+    put16(udp + 2, dport);
+    put16(udp + 4, ip_len - 20);
+    put16(udp + 6, 0);       /* no checksum: legal for IPv4 and keeps frames constant */
+}
+
+/*
+ * Only headers are precomputed per (size, flow); the payload is one shared zero
+ * buffer sent as a second iovec. Full frames for 65535 flows of 9018 B would
+ * need ~600 MB, headers need 42 B each.
+ */
+static void build_frames(struct config *c, struct stream *s, int idx)
+{
+    s->hdrs = malloc((size_t)c->nsizes * c->flows * HDR_LEN);
+    if (!s->hdrs)
+        setup_fail("out of memory for %d x %d frame headers", c->nsizes, c->flows);
+    for (int z = 0; z < c->nsizes; z++)
+        for (int f = 0; f < c->flows; f++)
+            build_header(s->hdrs + ((size_t)z * c->flows + f) * HDR_LEN, s, c->sizes[z],
+                         LOAD_PORT + (unsigned)f, LOAD_PORT);
+    s->probe_len = (size_t)c->sizes[0] - FCS_LEN;
+    memset(s->probe, 0, sizeof s->probe);
+    build_header(s->probe, s, c->sizes[0], LOAD_PORT, PROBE_PORT);
+    memcpy(s->probe + HDR_LEN, PROBE_MAGIC, 4);
+    s->probe[HDR_LEN + 4] = (uint8_t)idx;
+}
+
+/* ---------- sockets ---------- */
+
+static void enter_ns(const char *ns)
+{
+    char path[160];
+    if (!strcmp(ns, "."))
+        return;
+    snprintf(path, sizeof path, "/var/run/netns/%s", ns);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        setup_fail("cannot open network namespace '%s' (%s): %s", ns, path, strerror(errno));
+    if (setns(fd, CLONE_NEWNET) < 0)
+        setup_fail("cannot enter network namespace '%s': %s", ns, strerror(errno));
+    close(fd);
+}
+
+static void leave_ns(void)
+{
+    if (setns(g_home_ns, CLONE_NEWNET) < 0)
+        setup_fail("cannot return to the original network namespace: %s", strerror(errno));
+}
+
+/*
+ * A packet socket on port p, created inside p's namespace (a socket stays in
+ * the namespace it was created in). Bound with `proto`: 0 receives nothing.
+ * `filter` is attached before bind so no unfiltered frame is ever queued.
+ */
+static int open_port(const struct port *p, uint16_t proto, const struct sock_fprog *filter, int *mtu)
+{
+    enter_ns(p->ns);
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        setup_fail("cannot create packet socket for %s: %s (needs CAP_NET_RAW)", p->spec, strerror(errno));
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    strcpy(ifr.ifr_name, p->ifname);
+    if (ioctl(fd, SIOCGIFINDEX, &ifr) < 0)
+        setup_fail("no interface '%s' in namespace '%s': %s", p->ifname, p->ns, strerror(errno));
+    int ifindex = ifr.ifr_ifindex;
+    if (mtu && ioctl(fd, SIOCGIFMTU, &ifr) == 0)
+        *mtu = ifr.ifr_mtu;
+    if (filter && setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, filter, sizeof *filter) < 0)
+        setup_fail("cannot attach BPF filter on %s: %s", p->spec, strerror(errno));
+    struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(proto), .sll_ifindex = ifindex};
+    if (bind(fd, (struct sockaddr *)&sll, sizeof sll) < 0)
+        setup_fail("cannot bind packet socket to %s: %s", p->spec, strerror(errno));
+    leave_ns();
+    return fd;
+}
+
+static void open_tx(const struct config *c, struct stream *s)
+{
+    int mtu = 0, maxsize = 0;
+    s->txfd = open_port(&s->tx, 0, NULL, &mtu);
+    for (int z = 0; z < c->nsizes; z++)
+        maxsize = c->sizes[z] > maxsize ? c->sizes[z] : maxsize;
+    if (mtu && maxsize - FCS_LEN - 14 > mtu)
+        setup_fail("frame size %d needs MTU >= %d on %s, which has %d", maxsize, maxsize - FCS_LEN - 14,
+                   s->tx.spec, mtu);
+    if (c->sndbuf && setsockopt(s->txfd, SOL_SOCKET, SO_SNDBUFFORCE, &c->sndbuf, sizeof c->sndbuf) < 0)
+        setup_fail("cannot set SO_SNDBUFFORCE=%d on %s: %s", c->sndbuf, s->tx.spec, strerror(errno));
+    /* Bounds a send blocked on a stalled queue: it fails with EAGAIN instead. */
+    struct timeval tmo = {.tv_sec = 0, .tv_usec = 100000};
+    setsockopt(s->txfd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof tmo);
+}
+
+/* Accept only incoming IPv4/UDP non-fragments to PROBE_PORT whose payload starts with the magic. */
+static struct sock_filter probe_filter[] = {
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_PKTTYPE),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PACKET_OUTGOING, 12, 0),
+    BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 12),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ETH_P_IP, 0, 10),
+    BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 23),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_UDP, 0, 8),
+    BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 20),
+    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x1fff, 6, 0),
+    BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 14),
+    BPF_STMT(BPF_LD | BPF_H | BPF_IND, 14 + 2),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROBE_PORT, 0, 3),
+    BPF_STMT(BPF_LD | BPF_W | BPF_IND, 14 + 8),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x4e46564c /* "NFVL" */, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, 0xffff),
+    BPF_STMT(BPF_RET | BPF_K, 0),
+};
+
+static void open_rx(struct stream *s)
+{
+    struct sock_fprog prog = {.len = sizeof probe_filter / sizeof probe_filter[0], .filter = probe_filter};
+    s->rxfd = open_port(&s->rx, ETH_P_IP, &prog, NULL);
+    int one = 1, rcvbuf = 4 << 20;
+    if (setsockopt(s->rxfd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one) < 0)
+        setup_fail("cannot enable SO_TIMESTAMPNS on %s: %s", s->rx.spec, strerror(errno));
+    setsockopt(s->rxfd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
+    /* RX threads poll the stop flag at this period. */
+    struct timeval tmo = {.tv_sec = 0, .tv_usec = 20000};
+    setsockopt(s->rxfd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof tmo);
+}
+
+/* ---------- time ---------- */
+
+static int64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static int64_t mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+
+/* Offset from start at which packet number n (1-based) of a `rate` schedule is due. */
+static int64_t due_time_ns(long long n, double rate) { return (int64_t)ceil((double)n * 1e9 / rate); }
+
+static long long due_count(double rate, int64_t elapsed_ns, long long intended)
+{
+    long long n = (long long)floor(rate * (double)elapsed_ns / 1e9);
+    return n < intended ? n : intended;
+}
+
+/* ---------- RX (latency) ---------- */
+
+static void record_probe(struct stream *s, int idx, const uint8_t *frame, ssize_t len, int64_t rx_ns)
+{
+    uint32_t seq;
+    int64_t tx_ns;
+    size_t ihl = len > 14 ? (size_t)(frame[14] & 0xf) * 4 : 0;
+    const uint8_t *pl = frame + 14 + ihl + 8;
+    if (ihl < 20 || (ssize_t)(14 + ihl + 8 + 17) > len || memcmp(pl, PROBE_MAGIC, 4) || pl[4] != idx)
+        return;             /* another stream's probe, or truncated */
+    memcpy(&seq, pl + 5, 4);
+    memcpy(&tx_ns, pl + 9, 8);
+    if (seq >= s->probes_intended || s->samples[seq] != NO_SAMPLE)
+        return;             /* out of range or duplicate */
+    s->samples[seq] = rx_ns - tx_ns;
+    s->nsamples++;
+}
+
+struct rx_arg {
+    struct stream *s;
+    int idx;
+};
+
+static void *rx_main(void *p)
+{
+    struct rx_arg *a = p;
+    uint8_t frame[MAX_FRAME + 64];
+    char ctrl[256];
+    while (!atomic_load(&g_rx_stop)) {
+        struct iovec iov = {frame, sizeof frame};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl, .msg_controllen = sizeof ctrl};
+        ssize_t n = recvmsg(a->s->rxfd, &mh, 0);
+        if (n < 0)
+            continue;       /* timeout: re-check the stop flag */
+        int64_t rx_ns = -1;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+                struct timespec ts;
+                memcpy(&ts, CMSG_DATA(cm), sizeof ts);
+                rx_ns = (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+            }
+        if (rx_ns < 0)      /* no kernel timestamp: next best is now */
+            rx_ns = clock_ns(CLOCK_REALTIME);
+        record_probe(a->s, a->idx, frame, n, rx_ns);
+    }
+    return NULL;
+}
+
+/* ---------- TX ---------- */
+
+static void send_probe(struct stream *s)
+{
+    uint32_t seq = (uint32_t)s->probes_attempted++;
+    memcpy(s->probe + HDR_LEN + 5, &seq, 4);
+    int64_t now = clock_ns(CLOCK_REALTIME);
+    memcpy(s->probe + HDR_LEN + 9, &now, 8);
+    if (send(s->txfd, s->probe, s->probe_len, 0) == (ssize_t)s->probe_len)
+        s->probes_sent++;
+}
+
+/*
+ * Send the next n load frames in one sendmmsg. Frames are taken from the
+ * sequence by `sent`, not by schedule position, so the sent frames are always
+ * a prefix of the size/flow sequence and byte counts stay predictable.
+ */
+static void send_load(const struct config *c, struct stream *s, int n, int64_t t0)
+{
+    struct mmsghdr msgs[BATCH];
+    struct iovec iov[BATCH][2];
+    for (int j = 0; j < n; j++) {
+        long long k = s->sent + j;
+        int z = c->seq[k % c->period];
+        int flow = (int)(k % c->flows);
+        iov[j][0] = (struct iovec){s->hdrs + ((size_t)z * c->flows + flow) * HDR_LEN, HDR_LEN};
+        iov[j][1] = (struct iovec){g_zero, (size_t)c->sizes[z] - FCS_LEN - HDR_LEN};
+        msgs[j].msg_hdr = (struct msghdr){.msg_iov = iov[j], .msg_iovlen = 2};
+    }
+    int r = sendmmsg(s->txfd, msgs, (unsigned)n, 0);
+    if (r > 0) {
+        s->sent += r;
+        s->attempted += r;
+        s->last_send_ns = mono_ns() - t0;
+    }
+    if (r < n && !g_interrupted) {
+        /* sendmmsg stops at the first failing frame: count it as not sent. */
+        s->send_errors++;
+        s->attempted++;
+    }
+}
+
+/*
+ * One pass over the streams: each due probe, then at most one batch per
+ * stream, so streams share the thread round-robin. On the final pass (at the
+ * deadline) a stream only sends its remainder if it fits one batch: that tail
+ * fell due in the last moments, whereas a larger backlog is a shortfall.
+ */
+static bool tx_pass(struct config *c, int first, int64_t t0, int64_t elapsed, bool final)
+{
+    bool worked = false;
+    for (int i = 0; i < c->nstreams; i++) {
+        struct stream *s = &c->streams[(first + i) % c->nstreams];
+        long long pdue = final ? s->probes_intended : due_count(c->latency_pps, elapsed, s->probes_intended);
+        if (s->probes_attempted < pdue && (!final || pdue - s->probes_attempted <= 1)) {
+            send_probe(s);
+            worked = true;
+        }
+        long long due = final ? s->intended : due_count(s->rate, elapsed, s->intended);
+        long long backlog = due - s->attempted;
+        if (backlog > 0 && (!final || backlog <= BATCH)) {
+            send_load(c, s, backlog < BATCH ? (int)backlog : BATCH, t0);
+            worked = true;
+        }
+    }
+    return worked;
+}
+
+static bool all_done(const struct config *c)
+{
+    for (int i = 0; i < c->nstreams; i++) {
+        const struct stream *s = &c->streams[i];
+        if (s->attempted < s->intended || s->probes_attempted < s->probes_intended)
+            return false;
+    }
+    return true;
+}
+
+static int64_t next_due(const struct config *c, int64_t deadline)
+{
+    int64_t next = deadline;
+    for (int i = 0; i < c->nstreams; i++) {
+        const struct stream *s = &c->streams[i];
+        if (s->attempted < s->intended) {
+            int64_t t = due_time_ns(s->attempted + 1, s->rate);
+            next = t < next ? t : next;
+        }
+        if (s->probes_attempted < s->probes_intended) {
+            int64_t t = due_time_ns(s->probes_attempted + 1, c->latency_pps);
+            next = t < next ? t : next;
+        }
+    }
+    return next;
+}
+
+static void sleep_until_mono(int64_t t)
+{
+    struct timespec ts = {.tv_sec = t / NS_PER_S, .tv_nsec = t % NS_PER_S};
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+}
+
+static void run_tx(struct config *c)
+{
+    int64_t t0 = mono_ns(), deadline = (int64_t)llround(c->duration * 1e9);
+    for (int first = 0; !g_interrupted; first = (first + 1) % c->nstreams) {
+        int64_t elapsed = mono_ns() - t0;
+        bool final = elapsed >= deadline;
+        bool worked = tx_pass(c, first, t0, elapsed, final);
+        if (final || all_done(c))
+            break;
+        if (worked)
+            continue;
+        int64_t now = mono_ns();
+        int64_t wait = t0 + next_due(c, deadline) - now;
+        /* A sleep costs tens of microseconds of wakeup latency, so only sleep
+         * when the next frame is further away than that; otherwise spin. */
+        if (wait > SPIN_NS)
+            sleep_until_mono(now + (wait < MAX_SLEEP_NS ? wait : MAX_SLEEP_NS));
+    }
+}
+
+/* ---------- results ---------- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of n sorted values. */
+static int64_t percentile(const int64_t *v, long long n, int pct)
+{
+    long long rank = (pct * n + 99) / 100;
+    return v[(rank < 1 ? 1 : rank) - 1];
+}
+
+static void print_latency(struct stream *s)
+{
+    long long n = 0;
+    printf("\"latency\":{\"probes_sent\":%lld,\"probes_received\":%lld,", s->probes_sent, s->nsamples);
+    for (long long i = 0; i < s->probes_intended; i++)
+        if (s->samples[i] != NO_SAMPLE)
+            s->samples[n++] = s->samples[i];
+    if (n == 0) {
+        printf("\"min_ns\":null,\"avg_ns\":null,\"max_ns\":null,\"p50_ns\":null,\"p90_ns\":null,\"p99_ns\":null}");
+        return;
+    }
+    qsort(s->samples, (size_t)n, sizeof *s->samples, cmp_i64);
+    double sum = 0;
+    for (long long i = 0; i < n; i++)
+        sum += (double)s->samples[i];
+    printf("\"min_ns\":%lld,\"avg_ns\":%.1f,\"max_ns\":%lld,\"p50_ns\":%lld,\"p90_ns\":%lld,\"p99_ns\":%lld}",
+           (long long)s->samples[0], sum / (double)n, (long long)s->samples[n - 1],
+           (long long)percentile(s->samples, n, 50), (long long)percentile(s->samples, n, 90),
+           (long long)percentile(s->samples, n, 99));
+}
+
+static void print_json(struct config *c)
+{
+    printf("{\"version\":1,\"duration_s\":%.9g,\"interrupted\":%s,\"streams\":[", c->duration,
+           g_interrupted ? "true" : "false");
+    for (int i = 0; i < c->nstreams; i++) {
+        struct stream *s = &c->streams[i];
+        printf("%s{\"tx\":\"%s\",\"rx\":\"%s\",\"rate_pps\":%.12g,\"intended\":%lld,\"sent\":%lld,"
+               "\"send_errors\":%lld,\"tx_elapsed_s\":%.6f,\"frame_sizes\":[",
+               i ? "," : "", s->tx.spec, s->rx.spec, s->rate, s->intended, s->sent, s->send_errors,
+               (double)s->last_send_ns / 1e9);
+        for (int z = 0; z < c->nsizes; z++)
+            printf("%s%d", z ? "," : "", c->sizes[z]);
+        printf("],");
+        print_latency(s);
+        printf("}");
+    }
+    printf("]}\n");
+    fflush(stdout);
+}
+
+/* ---------- main ---------- */
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_interrupted = 1;
+}
+
+static void setup_signals(void)
+{
+    /* No SA_RESTART: a signal must cut short a blocked send or sleep. */
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* RX threads are started with signals blocked so signals land on the TX (main) thread. */
+static void start_rx_threads(struct config *c, struct rx_arg *args)
+{
+    sigset_t all, old;
+    sigemptyset(&all);
+    sigaddset(&all, SIGINT);
+    sigaddset(&all, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    for (int i = 0; i < c->nstreams; i++) {
+        args[i] = (struct rx_arg){&c->streams[i], i};
+        int err = pthread_create(&c->streams[i].rx_thread, NULL, rx_main, &args[i]);
+        if (err)
+            setup_fail("cannot start RX thread: %s", strerror(err));
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void prepare_stream(struct config *c, int i)
+{
+    struct stream *s = &c->streams[i];
+    s->intended = llround(s->rate * c->duration);
+    s->probes_intended = c->latency_pps > 0 ? llround(c->latency_pps * c->duration) : 0;
+    s->samples = malloc(((size_t)s->probes_intended + 1) * sizeof *s->samples);
+    if (!s->samples)
+        setup_fail("out of memory for %lld latency samples", s->probes_intended);
+    for (long long k = 0; k < s->probes_intended; k++)
+        s->samples[k] = NO_SAMPLE;
+    build_frames(c, s, i);
+    open_tx(c, s);
+    open_rx(s);
+}
+
+int main(int argc, char **argv)
+{
+    static struct config cfg;
+    struct rx_arg args[MAX_STREAMS];
+    parse_args(&cfg, argc, argv);
+    setup_signals();
+    g_home_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (g_home_ns < 0)
+        setup_fail("cannot open /proc/self/ns/net: %s", strerror(errno));
+    for (int i = 0; i < cfg.nstreams; i++)
+        prepare_stream(&cfg, i);
+    start_rx_threads(&cfg, args);
+    if (cfg.cpu >= 0) {     /* after the RX threads, so they do not inherit the pin */
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cfg.cpu, &set);
+        if (sched_setaffinity(0, sizeof set, &set) < 0)
+            setup_fail("cannot pin the TX thread to CPU %d: %s", cfg.cpu, strerror(errno));
+    }
+    run_tx(&cfg);
+    if (cfg.settle_ms > 0 && cfg.latency_pps > 0)
+        sleep_until_mono(mono_ns() + (int64_t)cfg.settle_ms * 1000000);
+    atomic_store(&g_rx_stop, 1);
+    for (int i = 0; i < cfg.nstreams; i++)
+        pthread_join(cfg.streams[i].rx_thread, NULL);
+    print_json(&cfg);
+    return g_interrupted ? 130 : 0;
+}

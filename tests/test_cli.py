@@ -1,0 +1,133 @@
+"""The nfvlab command line, run as a user would (subprocess, real lab)."""
+import json
+import subprocess
+
+import pytest
+
+from conftest import NO_RESIDUE, REPO, lab_residue, nfvlab_cli
+
+pytestmark = pytest.mark.lab
+
+TRIAL = ["trial", "--model", "linux-bridge", "--frame-size", "64", "--rate-pps", "1000", "--duration-s", "0.2"]
+
+
+def with_arg(args, key, value):
+    args = list(args)
+    args[args.index(key) + 1] = value
+    return args
+
+
+@pytest.mark.parametrize(
+    "args,expect",
+    [
+        (with_arg(TRIAL, "--frame-size", "63"), "63 is outside 64..9018"),
+        (with_arg(TRIAL, "--frame-size", "9019"), "9019 is outside 64..9018"),
+        (with_arg(TRIAL, "--frame-size", "huge"), "not a frame size"),
+        (with_arg(TRIAL, "--rate-pps", "0"), "--rate-pps 0: must be above 0"),
+        (with_arg(TRIAL, "--rate-pps", "-5"), "must be above 0"),
+        (with_arg(TRIAL, "--rate-pps", "20000000"), "above the 10GbE line rate at 64 B"),
+        (with_arg(TRIAL, "--duration-s", "0"), "--duration-s 0: must be above 0"),
+        (with_arg(TRIAL, "--model", "flannel-vxlan"), "unknown model 'flannel-vxlan'"),
+        (with_arg(TRIAL, "--model", "sriov"), "real lab only"),
+        (with_arg(TRIAL, "--model", "ovs-dpdk-vhost"), "not yet implemented"),
+        (TRIAL + ["--flows", "0"], "flows"),
+        (TRIAL + ["--port-speed", "400GbE"], "--port-speed '400GbE'"),
+        (["trial", "--port", "nope:eth0", "--port", "nope:eth1", "--rate-pps", "100"],
+         "no interface 'eth0' in network namespace 'nope'"),
+        (["trial", "--port", "just-a-name", "--port", "x:y", "--rate-pps", "100"], "use NS:IFACE"),
+        (["search", "--frame-size", "64", "--goal", "ndr", "--max-rate-pps", "-1"], "max_rate_pps"),
+        (["search", "--frame-size", "64", "--params", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read"),
+    ],
+)
+def test_bad_input_is_one_line_before_any_lab_resource(clean_host, args, expect):
+    out = nfvlab_cli(*args)
+    assert out.returncode == 2, out
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert expect in lines[0]
+    assert lab_residue() == NO_RESIDUE
+
+
+def test_non_root_is_told_to_use_root(clean_host):
+    out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                          str(REPO / ".venv/bin/nfvlab"), *TRIAL], capture_output=True, text=True)
+    if "Permission denied" in out.stderr:
+        pytest.skip("the unprivileged user cannot run this venv's python")
+    assert out.returncode == 2
+    assert "needs root" in out.stderr.strip().splitlines()[-1]
+    assert lab_residue() == NO_RESIDUE
+
+
+def test_lab_models_json_lists_every_model_with_section_and_realizability():
+    rows = json.loads(nfvlab_cli("lab", "models", "--json", check=True).stdout)
+    by = {r["name"]: r for r in rows}
+    assert by["linux-bridge"]["section"] == "4.1.1" and by["linux-bridge"]["realizable"] is True
+    assert by["sriov"]["realizable"] is False and "SR-IOV" in by["sriov"]["reason"]
+    assert by["vpp"]["section"] == "4.1.2" and by["vpp"]["realizable"] is False
+    assert {"4.1.1", "4.1.2", "4.1.3", "4.1.4", "4.1.5"} <= {r["section"] for r in rows}
+
+
+def test_trial_json_reports_counts_and_latency_per_direction(clean_host, tmp_path):
+    rec = tmp_path / "raw.jsonl"
+    out = nfvlab_cli("trial", "--model", "host-routing", "--frame-size", "256", "--rate-pps", "3000",
+                     "--duration-s", "1", "--json", "--records", str(rec), check=True)
+    d = json.loads(out.stdout)
+    assert len(d["directions"]) == 2
+    for x in d["directions"]:
+        assert x["intended_packets"] == x["sent_packets"] == x["received_packets"] == 3000
+        assert x["latency"]["p50_ns"] > 0 and x["latency"]["p99_ns"] >= x["latency"]["p50_ns"]
+    types = [json.loads(line)["type"] for line in rec.read_text().splitlines()]
+    assert types == ["run", "trial", "end"]
+
+
+@pytest.fixture
+def external_dut():
+    """A DUT the test builds itself: two 'TG' namespaces cabled to a shaped bridge.
+
+    Stands for a device under test that nfvlab did not create.
+    """
+    a, b, dut = "nfvl-t-ext-a", "nfvl-t-ext-b", "nfvl-t-ext-dut"
+
+    def sh(*cmd):
+        subprocess.run(cmd, check=True)
+
+    def cleanup():
+        for ns in (a, b, dut):
+            subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
+
+    cleanup()
+    for ns in (a, b, dut):
+        sh("ip", "netns", "add", ns)
+        sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+        sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1")
+    sh("ip", "-n", a, "link", "add", "pa", "type", "veth", "peer", "name", "da", "netns", dut)
+    sh("ip", "-n", b, "link", "add", "pb", "type", "veth", "peer", "name", "db", "netns", dut)
+    sh("ip", "-n", dut, "link", "add", "br0", "type", "bridge", "mcast_snooping", "0")
+    for ns, dev in ((a, "pa"), (b, "pb"), (dut, "da"), (dut, "db"), (dut, "br0")):
+        sh("ip", "-n", ns, "link", "set", dev, "up")
+    for dev in ("da", "db"):
+        sh("ip", "-n", dut, "link", "set", dev, "master", "br0")
+        # 20 kpps of 64 B frames (60 B on a veth)
+        sh("ip", "netns", "exec", dut, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
+           "rate", str(20000 * 60 * 8), "burst", "6000", "latency", "20ms")
+    yield f"{a}:pa", f"{b}:pb", 20000
+    cleanup()
+
+
+def test_frame_above_the_external_ports_mtu_is_rejected(clean_host, external_dut):
+    pa, pb, _ = external_dut
+    out = nfvlab_cli("trial", "--port", pa, "--port", pb, "--frame-size", "1600", "--rate-pps", "100")
+    assert out.returncode == 2
+    assert "--frame-size 1600: above the path MTU (1500 B" in out.stderr
+
+
+def test_search_on_external_ports_prints_ndr_json(clean_host, external_dut):
+    pa, pb, capacity = external_dut
+    out = nfvlab_cli("search", "--port", pa, "--port", pb, "--frame-size", "64", "--goal", "ndr",
+                     "--method", "rfc2544", "--max-rate-pps", str(2 * capacity), "--min-rate-pps", "2000",
+                     "--relative-width", "0.01", "--duration-s", "0.5", "--json", check=True, timeout=180)
+    d = json.loads(out.stdout)
+    assert d["ndr_pps"] == pytest.approx(capacity, rel=0.05)
+    assert len(d["trials"]) == d["results"][0]["n_trials"] >= 3
+    assert all(t["directions"][0]["tx_port"] == pa for t in d["trials"])
+    assert lab_residue() == NO_RESIDUE  # external ports: no lab was built

@@ -1,0 +1,285 @@
+"""The embedded generator (nfvlab_gen.c) on real namespaces and veth pairs.
+
+Every test gets a fresh pair of namespaces joined by one veth pair; IPv6 is off
+in them so the kernel sends nothing of its own and interface counters count
+exactly the generator's frames.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from nfvlab.traffic.build import gen_binary
+
+pytestmark = [
+    pytest.mark.lab,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("tc") is None,
+        reason="needs root, iproute2 (ip, tc)",
+    ),
+]
+
+PREFIX = "nfvl-t-gen"
+MAC_A, MAC_B = "02:00:00:00:0a:01", "02:00:00:00:0b:01"
+IMIX = [(64, 7), (570, 4), (1518, 1)]
+
+
+def run(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, check=check)
+
+
+def netns_list() -> list[str]:
+    out = run("ip", "-j", "netns", "list").stdout.strip()
+    return [n["name"] for n in json.loads(out)] if out else []
+
+
+def delete_leftovers() -> None:
+    for name in netns_list():
+        if name.startswith(PREFIX):
+            run("ip", "netns", "del", name, check=False)
+
+
+@dataclass
+class Port:
+    ns: str
+    ifname: str
+    mac: str
+
+    @property
+    def spec(self) -> str:
+        return f"{self.ns}:{self.ifname}"
+
+    def counters(self) -> dict:
+        out = run("ip", "-n", self.ns, "-j", "-s", "link", "show", self.ifname).stdout
+        return json.loads(out)[0]["stats64"]
+
+
+def rx_delta(port: Port, before: dict) -> tuple[int, int]:
+    """(packets, bytes) received on port since `before`."""
+    now = port.counters()["rx"]
+    return now["packets"] - before["rx"]["packets"], now["bytes"] - before["rx"]["bytes"]
+
+
+@pytest.fixture(scope="module")
+def gen() -> str:
+    delete_leftovers()
+    return str(gen_binary())
+
+
+@pytest.fixture
+def pair(gen):
+    """Two namespaces A and B joined by veth gva <-> gvb; always deleted after."""
+    names = [f"{PREFIX}-{os.getpid()}-a", f"{PREFIX}-{os.getpid()}-b"]
+    try:
+        for ns in names:
+            run("ip", "netns", "add", ns)
+            run("ip", "netns", "exec", ns, "sysctl", "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+        run("ip", "link", "add", "gva", "netns", names[0], "address", MAC_A, "type", "veth",
+            "peer", "name", "gvb", "netns", names[1], "address", MAC_B)
+        for ns, ifname in zip(names, ("gva", "gvb")):
+            run("ip", "-n", ns, "link", "set", ifname, "up")
+        yield Port(names[0], "gva", MAC_A), Port(names[1], "gvb", MAC_B)
+    finally:
+        for ns in names:
+            run("ip", "netns", "del", ns, check=False)
+
+
+def stream(tx: Port, rx: Port, rate: float, sip="10.0.0.1", dip="10.0.0.2") -> str:
+    return f"tx={tx.spec},rx={rx.spec},rate={rate:g},smac={tx.mac},dmac={rx.mac},sip={sip},dip={dip}"
+
+
+def run_gen(gen: str, *args: str, timeout: float = 10) -> tuple[dict, float]:
+    """Run one trial; returns (parsed JSON, wall-clock seconds)."""
+    start = time.monotonic()
+    proc = subprocess.run([gen, *args], capture_output=True, text=True, timeout=timeout)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), elapsed
+
+
+def check_latency(lat: dict) -> None:
+    assert lat["probes_received"] == lat["probes_sent"] > 0
+    assert 0 < lat["min_ns"] <= lat["p50_ns"] <= lat["p90_ns"] <= lat["p99_ns"] <= lat["max_ns"]
+    assert lat["min_ns"] <= lat["avg_ns"] <= lat["max_ns"]
+
+
+def mix_bytes(sizes: list[tuple[int, int]], count: int) -> int:
+    """Bytes on a veth (no FCS) of the first `count` frames of a weighted size cycle."""
+    cycle = [size - 4 for size, weight in sizes for _ in range(weight)]
+    full, rest = divmod(count, len(cycle))
+    return full * sum(cycle) + sum(cycle[:rest])
+
+
+def test_unidirectional_64b_exact_counts_and_latency(gen, pair):
+    a, b = pair
+    before_a, before_b = a.counters(), b.counters()
+    out, _ = run_gen(gen, "--duration-s", "1", "--frame-size", "64", "--latency-pps", "1000",
+                     "--stream", stream(a, b, 20000))
+    assert out["version"] == 1 and out["interrupted"] is False
+    (s,) = out["streams"]
+    lat = s["latency"]
+    assert s["intended"] == s["sent"] == 20000
+    assert s["send_errors"] == 0
+    assert lat["probes_sent"] == 1000
+    check_latency(lat)
+    assert rx_delta(b, before_b) == ((20000 + 1000), (20000 + 1000) * 60)
+    assert a.counters()["tx"]["packets"] - before_a["tx"]["packets"] == 20000 + 1000
+    assert 0.99 < s["tx_elapsed_s"] < 1.05
+
+
+@pytest.mark.parametrize("sizes", [[(1518, 1)], IMIX], ids=["1518B", "imix"])
+def test_bidirectional_exact_counts_and_bytes(gen, pair, sizes):
+    a, b = pair
+    size_args = ["--imix"] if sizes == IMIX else ["--frame-size", str(sizes[0][0])]
+    before = {"a": a.counters(), "b": b.counters()}
+    out, _ = run_gen(gen, "--duration-s", "1", *size_args, "--flows", "16", "--latency-pps", "500",
+                     "--stream", stream(a, b, 10000),
+                     "--stream", stream(b, a, 8000, sip="10.0.0.2", dip="10.0.0.1"))
+    fwd, rev = out["streams"]
+    for s, rx, key, rate in ((fwd, b, "b", 10000), (rev, a, "a", 8000)):
+        lat = s["latency"]
+        assert s["intended"] == s["sent"] == rate
+        assert s["frame_sizes"] == [size for size, _ in sizes]
+        check_latency(lat)
+        probe_bytes = lat["probes_received"] * (sizes[0][0] - 4)
+        assert rx_delta(rx, before[key]) == (
+            s["sent"] + lat["probes_received"],
+            mix_bytes(sizes, s["sent"]) + probe_bytes,
+        )
+
+
+# tbf shaped to 5 kpps of 64 B frames (60 B on the veth): 5000 * 60 * 8 bit/s.
+# "block": the queue outgrows the socket's send buffer, so sendmmsg blocks;
+# "drop": the queue is tiny, so the qdisc refuses frames (ENOBUFS).
+@pytest.mark.parametrize("limit,mode", [(1_000_000, "block"), (3000, "drop")])
+def test_rate_limited_path_reports_shortfall(gen, pair, limit, mode):
+    a, b = pair
+    run("ip", "netns", "exec", a.ns, "tc", "qdisc", "add", "dev", a.ifname, "root", "tbf",
+        "rate", "2400kbit", "burst", "1600", "limit", str(limit))
+    before_b = b.counters()
+    out, wall = run_gen(gen, "--duration-s", "1", "--latency-pps", "100",
+                        "--stream", stream(a, b, 20000))
+    (s,) = out["streams"]
+    assert s["intended"] == 20000
+    assert 3500 <= s["sent"] <= 6500, s
+    assert wall < 2.0
+    if mode == "block":
+        assert s["send_errors"] == 0
+    else:
+        assert s["send_errors"] > 1000
+    # Everything the qdisc accepted is delivered once its queue has drained.
+    time.sleep(0.3)
+    assert rx_delta(b, before_b)[0] == s["sent"] + s["latency"]["probes_sent"]
+
+
+CAPTURE = r"""
+import json, socket, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((sys.argv[1], 0))
+s.settimeout(1.0)
+print("ready", flush=True)
+frames = []
+try:
+    while True:
+        data, addr = s.recvfrom(65535)
+        if addr[2] != socket.PACKET_OUTGOING:
+            frames.append(data.hex())
+except TimeoutError:
+    pass
+print(json.dumps(frames))
+"""
+
+
+def ip_checksum_ok(header: bytes) -> bool:
+    total = sum(int.from_bytes(header[i:i + 2], "big") for i in range(0, len(header), 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total == 0xFFFF
+
+
+def test_frame_format_imix_flows(gen, pair):
+    a, b = pair
+    cap = subprocess.Popen(["ip", "netns", "exec", b.ns, sys.executable, "-c", CAPTURE, b.ifname],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert cap.stdout.readline().strip() == "ready"
+        out, _ = run_gen(gen, "--duration-s", "0.1", "--imix", "--flows", "5", "--latency-pps", "100",
+                         "--stream", stream(a, b, 2400))
+        frames = [bytes.fromhex(f) for f in json.loads(cap.communicate(timeout=10)[0])]
+    finally:
+        cap.kill()
+        cap.wait()
+    load = [f for f in frames if int.from_bytes(f[36:38], "big") == 1024]
+    probes = [f for f in frames if int.from_bytes(f[36:38], "big") == 7878]
+    assert len(load) == out["streams"][0]["sent"] == 240
+    assert len(probes) == out["streams"][0]["latency"]["probes_sent"] == 10
+    cycle = [size - 4 for size, weight in IMIX for _ in range(weight)]
+    for k, f in enumerate(load):
+        assert f[0:6].hex(":") == MAC_B and f[6:12].hex(":") == MAC_A
+        assert f[12:14] == b"\x08\x00" and f[14] == 0x45 and f[22] == 64 and f[23] == 17
+        assert f[26:30] == bytes([10, 0, 0, 1]) and f[30:34] == bytes([10, 0, 0, 2])
+        assert ip_checksum_ok(f[14:34])
+        assert len(f) == cycle[k % len(cycle)]
+        assert int.from_bytes(f[16:18], "big") == len(f) - 14
+        assert int.from_bytes(f[38:40], "big") == len(f) - 34
+        assert int.from_bytes(f[34:36], "big") == 1024 + k % 5
+    for seq, f in enumerate(probes):
+        assert len(f) == 60 and ip_checksum_ok(f[14:34])
+        assert f[42:46] == b"NFVL" and f[46] == 0
+        assert int.from_bytes(f[47:51], sys.byteorder) == seq
+
+
+def test_interrupt_prints_json_and_exits_130(gen, pair):
+    a, b = pair
+    # Runs inside namespace A to exercise the "." (current namespace) port form.
+    here = Port(".", a.ifname, a.mac)
+    proc = subprocess.Popen(["ip", "netns", "exec", a.ns, gen, "--duration-s", "10",
+                             "--stream", stream(here, b, 10000)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=3)
+    assert proc.returncode == 130, stderr
+    out = json.loads(stdout)
+    (s,) = out["streams"]
+    assert out["interrupted"] is True
+    assert s["tx"] == f".:{a.ifname}"
+    assert 0 < s["sent"] < 10000 and s["intended"] == 100000
+
+
+BAD_ARGS = {
+    "frame-63": (["--frame-size", "63"], 2),
+    "frame-9019": (["--frame-size", "9019"], 2),
+    "rate-0": (["RATE0"], 2),
+    "no-stream": ([], 2),
+    "unknown-netns": (["NOSUCHNS"], 3),
+    "unknown-option": (["--bogus", "1"], 2),
+    "size-and-imix": (["--imix", "--frame-size", "64"], 2),
+}
+
+
+@pytest.mark.parametrize("case", BAD_ARGS, ids=list(BAD_ARGS))
+def test_bad_arguments(gen, case):
+    extra, code = BAD_ARGS[case]
+    ok = "tx=nfvl-t-gen-x:a,rx=nfvl-t-gen-x:b,rate=100,smac=02:00:00:00:00:01,dmac=02:00:00:00:00:02,sip=10.0.0.1,dip=10.0.0.2"
+    args = ["--duration-s", "1"]
+    if extra == ["RATE0"]:
+        args += ["--stream", ok.replace("rate=100", "rate=0")]
+    elif extra == ["NOSUCHNS"]:
+        args += ["--stream", ok]
+    elif extra:
+        args += extra + ["--stream", ok]
+    proc = subprocess.run([gen, *args], capture_output=True, text=True, timeout=5)
+    assert proc.returncode == code
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nfvlab-gen: ")
