@@ -143,8 +143,8 @@ def macvlan_into(ns_parent: str, parent: str, ns_target: str, name: str, mtu: in
         ipr.link("set", index=idx, mtu=mtu, state="up")
 
 
-def shape_tbf(ns_name: str, ifname: str, rate_bytes_s: float, burst_bytes: int, latency_ms: float) -> None:
-    """Token-bucket shaper on ``ifname`` egress (a data path of known capacity)."""
+def shape_tbf(ns_name: str, ifname: str, rate_bytes_s: float, burst_bytes: int, limit_bytes: int) -> None:
+    """Token-bucket shaper on ``ifname`` egress: ``limit_bytes`` of queue, then drops."""
     with ipr_in(ns_name) as ipr:
         ipr.tc("add", "tbf", index=link_index(ipr, ifname), rate=int(rate_bytes_s),
-               burst=burst_bytes, latency=f"{latency_ms}ms")
+               burst=burst_bytes, limit=limit_bytes)

@@ -58,26 +58,28 @@ def _new_figure(size: tuple[float, float]) -> Figure:
     return fig
 
 
-def _fig10(out: Path) -> Path:
-    df = ref.models_throughput()
+def _throughput_figure(df: pd.DataFrame, title: str, path: Path) -> Path:
+    """Published zero-loss throughput vs frame size, one line per model."""
     fig = _new_figure((7.0, 4.4))
     throughput_vs_frame_size(
-        df, hue="model_label", ax=fig.subplots(),
-        title=f"{DRAFT} Figure 10 (published, {TESTBED_40G}):\nzero-loss throughput by networking model",
+        df, hue="model_label", ax=fig.subplots(), title=title,
         ylabel="Zero-loss throughput [Gbps]", reference_line=40.0, reference_label="40GbE nominal",
     ).legend(title="Model", fontsize="small", title_fontsize="small", loc="lower right")
-    return _save(fig, out / "draft11_fig10_models_throughput.png")
+    return _save(fig, path)
+
+
+def _fig10(out: Path) -> Path:
+    return _throughput_figure(
+        ref.models_throughput(),
+        f"{DRAFT} Figure 10 (published, {TESTBED_40G}):\nzero-loss throughput by networking model",
+        out / "draft11_fig10_models_throughput.png")
 
 
 def _fig16(out: Path) -> Path:
-    df = ref.combination_throughput()
-    fig = _new_figure((7.0, 4.4))
-    throughput_vs_frame_size(
-        df, hue="model_label", ax=fig.subplots(),
-        title=f"{DRAFT} Figure 16 (published, {TESTBED_40G}):\nmodel combination, multi-pod",
-        ylabel="Zero-loss throughput [Gbps]", reference_line=40.0, reference_label="40GbE nominal",
-    ).legend(title="Model", fontsize="small", title_fontsize="small", loc="lower right")
-    return _save(fig, out / "draft11_fig16_combination_throughput.png")
+    return _throughput_figure(
+        ref.combination_throughput(),
+        f"{DRAFT} Figure 16 (published, {TESTBED_40G}):\nmodel combination, multi-pod",
+        out / "draft11_fig16_combination_throughput.png")
 
 
 def _scenario_labels(scen: pd.DataFrame, cols: list[str]) -> dict[str, str]:

@@ -33,8 +33,8 @@ class DirectionStats:
 
     ``intended_packets`` is rate x duration: what should have been sent. A sender
     that the kernel slowed down (backpressure) sends fewer; the shortfall counts as
-    loss, as MLRsearch's intended_count does. Probe packets are not included in
-    the load counters.
+    loss, as MLRsearch's intended_count does. Counters include the latency
+    probes: they are part of the load the DUT is offered.
     """
 
     tx_port: str
