@@ -107,11 +107,11 @@ def external_dut():
         sh("ip", "-n", ns, "link", "set", dev, "up")
     for dev in ("da", "db"):
         sh("ip", "-n", dut, "link", "set", dev, "master", "br0")
-        # 20 kpps of 64 B frames (60 B on a veth), a 20-frame burst and a 50-frame queue:
-        # frames still queued when traffic stops are forwarded too, so a deep queue
-        # would (rightly) raise the NDR of a short trial by queue / (rate x duration).
+        # 20 kpps of 64 B frames (60 B on a veth), shaped like nfvlab's own known-capacity
+        # path: 64 frames of bucket (absorbs scheduler hiccups) + 64 of queue. Frames still
+        # queued when traffic stops are forwarded too: NDR <= capacity + 128 / duration.
         sh("ip", "netns", "exec", dut, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
-           "rate", str(20000 * 60 * 8), "burst", "1200", "limit", "3000")
+           "rate", str(20000 * 60 * 8), "burst", str(64 * 60), "limit", str(128 * 60))
     yield f"{a}:pa", f"{b}:pb", 20000
     cleanup()
 
