@@ -3,6 +3,7 @@
 Prints the wall time of one up-to-date check of the whole pipeline (after
 bringing it up to date once). Run from the repository root: ./run bench
 """
+import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
-    dvc = shutil.which("dvc") or str(REPO / ".venv/bin/dvc")
+    # Stages call `nfvlab`: make the venv's commands visible as ./run does.
+    os.environ["PATH"] = f"{REPO / '.venv/bin'}{os.pathsep}{os.environ['PATH']}"
+    dvc = shutil.which("dvc")
     subprocess.run([dvc, "repro", "-q"], cwd=REPO, check=True)
     runs = []
     for _ in range(3):
