@@ -186,8 +186,20 @@ def validate(model: type[BaseModel], data: Any, source: str = "params") -> Any:
         raise ParamsError(format_error(err, source)) from None
 
 
-def load(path: Union[str, Path], model: type[BaseModel] = ExperimentParams) -> Any:
-    """Read a YAML params file into ``model``; one-line :class:`ParamsError` on any problem."""
+def _merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load(path: Union[str, Path], model: type[BaseModel] = ExperimentParams,
+         overrides: Optional[dict] = None) -> Any:
+    """Read a YAML params file into ``model``; one-line :class:`ParamsError` on any problem.
+
+    ``overrides`` (nested dict, e.g. papermill parameters) is merged into the
+    file's data before validation, so errors still name the file and key.
+    """
     path = Path(path)
     try:
         text = path.read_text()
@@ -203,4 +215,6 @@ def load(path: Union[str, Path], model: type[BaseModel] = ExperimentParams) -> A
         data = {}
     if not isinstance(data, dict):
         raise ParamsError(f"{path}: top level must be a mapping of keys, got {type(data).__name__}")
-    return validate(model, data, str(path))
+    if overrides:
+        data = _merge(data, overrides)
+    return validate(model, data, str(path) + (" (with overrides)" if overrides else ""))

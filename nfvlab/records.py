@@ -277,13 +277,17 @@ class RecordWriter:
         return record
 
     def search(self, result: dict, **labels: Any) -> dict:
-        """Record a search's result (an opaque JSON-serializable dict)."""
+        """Record a search's result (an opaque JSON-serializable dict).
+
+        Unlike trial labels, these never become :func:`trials_frame` columns, so
+        any name is allowed (e.g. ``frame_size``).
+        """
         return self._write(
             {
                 "type": "search",
                 "run_id": self.run_id,
                 "time": utc_now(),
-                "labels": _check_labels(labels),
+                "labels": dict(labels),
                 "result": dict(result),
             }
         )
@@ -295,7 +299,7 @@ class RecordWriter:
                 "type": "note",
                 "run_id": self.run_id,
                 "time": utc_now(),
-                "labels": _check_labels(labels),
+                "labels": dict(labels),
                 "text": str(text),
             }
         )

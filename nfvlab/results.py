@@ -1,0 +1,122 @@
+"""Raw records -> tidy tables of search results and of what could not be measured.
+
+The analysis, the notebooks and the figures read results only through these
+functions, so "which run counts" is decided in one place: by default the latest
+*completed* run of each records file (earlier runs stay in the file, untouched).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Union
+
+import pandas as pd
+
+from nfvlab import linerate
+from nfvlab.records import read_records
+
+PathLike = Union[str, Path]
+
+
+def _runs(paths: Union[PathLike, Iterable[PathLike]], run: str) -> list[tuple[Path, list[dict]]]:
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    out = []
+    for p in paths:
+        recs = read_records(p)
+        by_run: dict[str, list[dict]] = {}
+        for r in recs:
+            by_run.setdefault(r["run_id"], []).append(r)
+        done = [rid for rid, rs in by_run.items() if any(x["type"] == "end" and x["status"] == "completed"
+                                                         for x in rs)]
+        if run == "latest":
+            chosen = done[-1:]
+        elif run == "all":
+            chosen = done
+        else:
+            chosen = [run] if run in by_run else []
+        for rid in chosen:
+            out.append((Path(p), by_run[rid]))
+    return out
+
+
+def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> pd.DataFrame:
+    """One row per search result.
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        Records files (JSON Lines).
+    run : {"latest", "all"} or a run id
+        Which completed runs of each file to use.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``experiment``, ``run_id``, ``model``, ``frame_size`` (int or "IMIX"),
+        ``repetition``, ``goal`` (ndr/pdr/mrr), ``method``, ``loss_ratio``,
+        ``throughput_pps`` (per direction), ``lower_bound_pps``, ``upper_bound_pps``,
+        ``throughput_gbps_l1`` / ``throughput_gbps_l2`` (per direction, at the frame
+        size), ``n_trials``, ``trial_seconds``, ``generator_limited`` (True/False/None).
+    """
+    rows = []
+    for _path, recs in _runs(paths, run):
+        exp = next((r["experiment"] for r in recs if r["type"] == "run"), None)
+        for r in recs:
+            if r["type"] != "search":
+                continue
+            res, lab = r["result"], r["labels"]
+            fs = lab.get("frame_size")
+            tp = res.get("throughput_pps")
+            rows.append({
+                "experiment": exp, "run_id": r["run_id"], "model": lab.get("model"), "frame_size": fs,
+                "repetition": lab.get("repetition"), "goal": res.get("goal"), "method": res.get("method"),
+                "loss_ratio": res.get("loss_ratio"), "throughput_pps": tp,
+                "lower_bound_pps": res.get("lower_bound_pps"), "upper_bound_pps": res.get("upper_bound_pps"),
+                "throughput_gbps_l1": linerate.pps_to_gbps(tp, fs, 1) if tp is not None else None,
+                "throughput_gbps_l2": linerate.pps_to_gbps(tp, fs, 2) if tp is not None else None,
+                "n_trials": res.get("n_trials"), "trial_seconds": res.get("trial_seconds"),
+                "generator_limited": res.get("generator_limited"),
+            })
+    cols = ["experiment", "run_id", "model", "frame_size", "repetition", "goal", "method", "loss_ratio",
+            "throughput_pps", "lower_bound_pps", "upper_bound_pps", "throughput_gbps_l1",
+            "throughput_gbps_l2", "n_trials", "trial_seconds", "generator_limited"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def latency_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> pd.DataFrame:
+    """One row per direction of each latency trial (run at the rate a search found).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model``, ``frame_size``, ``repetition``, ``goal``, ``rate_pps``, ``direction``
+        (``tx -> rx``), ``loss_ratio`` of that trial, ``probes_received``, and
+        ``min_ns`` / ``avg_ns`` / ``p50_ns`` / ``p90_ns`` / ``p99_ns`` / ``max_ns``
+        (one-way latency, nanoseconds).
+    """
+    rows = []
+    for _path, recs in _runs(paths, run):
+        for r in recs:
+            if r["type"] != "trial" or r["labels"].get("purpose") != "latency":
+                continue
+            t, lab = r["result"], r["labels"]
+            for d in t["directions"]:
+                lat = d["latency"]
+                rows.append({"model": lab.get("model"), "frame_size": t["frame_size"],
+                             "repetition": lab.get("repetition"), "goal": lab.get("goal"),
+                             "rate_pps": t["rate_pps"], "direction": f"{d['tx_port']} -> {d['rx_port']}",
+                             "loss_ratio": t["loss_ratio"], "probes_received": lat["probes_received"],
+                             **{k: lat[k] for k in ("min_ns", "avg_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns")}})
+    return pd.DataFrame(rows, columns=["model", "frame_size", "repetition", "goal", "rate_pps", "direction",
+                                       "loss_ratio", "probes_received", "min_ns", "avg_ns", "p50_ns",
+                                       "p90_ns", "p99_ns", "max_ns"])
+
+
+def not_realizable_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> pd.DataFrame:
+    """What could not be measured here and why: columns ``model``, ``kind``, ``reason``."""
+    rows = []
+    for _path, recs in _runs(paths, run):
+        for r in recs:
+            if r["type"] == "note" and r["labels"].get("kind") in ("not-realizable", "search-failed"):
+                rows.append({"model": r["labels"].get("model"), "kind": r["labels"]["kind"],
+                             "reason": r["text"].split(": ", 1)[-1]})
+    return pd.DataFrame(rows, columns=["model", "kind", "reason"]).drop_duplicates()
