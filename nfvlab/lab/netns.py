@@ -1,11 +1,32 @@
-"""Netlink building blocks (pyroute2): namespaces, veths, addresses, sysctls."""
+"""Netlink building blocks (pyroute2): namespaces, veths, addresses, sysctls.
+
+pyroute2 0.9 drives its sockets with an asyncio loop of the calling thread, which
+fails in a thread whose loop is already running (a Jupyter kernel). Every public
+function here therefore runs in a short-lived worker thread in that case.
+"""
 from __future__ import annotations
 
+import asyncio
+import functools
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
 
 from pyroute2 import IPRoute, netns
+
+
+def _off_running_loop(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return fn(*args, **kwargs)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(fn, *args, **kwargs).result()
+
+    return wrapper
 
 
 @contextmanager
@@ -27,6 +48,7 @@ def ipr_in(ns_name: str) -> Iterator[IPRoute]:
         ipr.close()
 
 
+@_off_running_loop
 def create_namespace(name: str) -> None:
     netns.create(name)
     # No IPv6 (no router/neighbour solicitations) and no stray traffic on lab links.
@@ -46,12 +68,14 @@ def inside(ns_name: str) -> Iterator[None]:
         netns.popns()
 
 
+@_off_running_loop
 def set_sysctl(ns_name: str, key: str, value: str) -> None:
     """Write /proc/sys/<key> as seen from namespace ``ns_name``."""
     with inside(ns_name):
         Path("/proc/sys", key).write_text(value)
 
 
+@_off_running_loop
 def veth(ns_a: str, name_a: str, ns_b: str, name_b: str, mtu: int) -> None:
     """A veth pair with end ``name_a`` in ``ns_a`` and ``name_b`` in ``ns_b``, both up."""
     with ipr_in(ns_a) as ipr:
@@ -69,11 +93,13 @@ def link_index(ipr: IPRoute, name: str) -> int:
     return found[0]
 
 
+@_off_running_loop
 def mac(ns_name: str, ifname: str) -> str:
     with ipr_in(ns_name) as ipr:
         return ipr.get_links(link_index(ipr, ifname))[0].get("IFLA_ADDRESS")
 
 
+@_off_running_loop
 def link_exists(ns_name: str, ifname: str) -> bool:
     if ns_name not in netns.listnetns():
         return False
@@ -81,11 +107,13 @@ def link_exists(ns_name: str, ifname: str) -> bool:
         return bool(ipr.link_lookup(ifname=ifname))
 
 
+@_off_running_loop
 def link_mtu(ns_name: str, ifname: str) -> int:
     with ipr_in(ns_name) as ipr:
         return ipr.get_links(link_index(ipr, ifname))[0].get("IFLA_MTU")
 
 
+@_off_running_loop
 def counters(ns_name: str, ifnames: list[str]) -> dict[str, dict[str, int]]:
     """64-bit interface counters (rx/tx packets, bytes, dropped) per interface."""
     out = {}
@@ -97,29 +125,34 @@ def counters(ns_name: str, ifnames: list[str]) -> dict[str, dict[str, int]]:
     return out
 
 
+@_off_running_loop
 def add_address(ns_name: str, ifname: str, cidr: str) -> None:
     addr, plen = cidr.split("/")
     with ipr_in(ns_name) as ipr:
         ipr.addr("add", index=link_index(ipr, ifname), address=addr, prefixlen=int(plen))
 
 
+@_off_running_loop
 def add_neighbour(ns_name: str, ifname: str, ip: str, lladdr: str) -> None:
     """A permanent ARP entry: lab links never resolve addresses on the wire."""
     with ipr_in(ns_name) as ipr:
         ipr.neigh("add", dst=ip, lladdr=lladdr, ifindex=link_index(ipr, ifname), state="permanent")
 
 
+@_off_running_loop
 def add_route(ns_name: str, dst: str, gateway: str, ifname: str, table: Optional[int] = None) -> None:
     kw = {"table": table} if table else {}
     with ipr_in(ns_name) as ipr:
         ipr.route("add", dst=dst, gateway=gateway, oif=link_index(ipr, ifname), **kw)
 
 
+@_off_running_loop
 def add_rule_iif(ns_name: str, ifname: str, table: int, priority: int) -> None:
     with ipr_in(ns_name) as ipr:
         ipr.rule("add", iifname=ifname, table=table, priority=priority)
 
 
+@_off_running_loop
 def bridge(ns_name: str, name: str, ports: list[str], mtu: int) -> None:
     with ipr_in(ns_name) as ipr:
         # No multicast snooping: a snooping bridge joins 224.0.0.106 and sends
@@ -131,6 +164,7 @@ def bridge(ns_name: str, name: str, ports: list[str], mtu: int) -> None:
         ipr.link("set", index=br, mtu=mtu, state="up")
 
 
+@_off_running_loop
 def macvlan_into(ns_parent: str, parent: str, ns_target: str, name: str, mtu: int) -> None:
     """A bridge-mode macvlan on ``parent`` moved into ``ns_target`` as ``name``."""
     tmp = f"mv{abs(hash((parent, name))) % 10**8}"
@@ -143,6 +177,7 @@ def macvlan_into(ns_parent: str, parent: str, ns_target: str, name: str, mtu: in
         ipr.link("set", index=idx, mtu=mtu, state="up")
 
 
+@_off_running_loop
 def shape_tbf(ns_name: str, ifname: str, rate_bytes_s: float, burst_bytes: int, limit_bytes: int) -> None:
     """Token-bucket shaper on ``ifname`` egress: ``limit_bytes`` of queue, then drops."""
     with ipr_in(ns_name) as ipr:
