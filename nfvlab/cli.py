@@ -99,6 +99,14 @@ def _build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--skip-known-path", action="store_true")
     ca.add_argument("--json", action="store_true")
 
+    an = sub.add_parser("analyze", help="tables, claims, figures and metrics of an experiment")
+    an.add_argument("experiment", choices=["a"])
+    an.add_argument("--params", type=Path, required=True, help="the experiment's params file")
+    an.add_argument("--records", type=Path, required=True)
+    an.add_argument("--tables", type=Path, default=Path("data/tables"))
+    an.add_argument("--figures", type=Path, default=Path("figures/experiments"))
+    an.add_argument("--metrics", type=Path, required=True)
+
     fi = sub.add_parser("figures", help="render figures").add_subparsers(dest="fig_cmd", required=True)
     fr = fi.add_parser("reference", help="the seeds' published tables as figures")
     fr.add_argument("--out", type=Path, default=Path("figures/reference"))
@@ -329,6 +337,17 @@ def cmd_calibrate(a) -> int:
     return 0
 
 
+def cmd_analyze(a) -> int:
+    from nfvlab import analysis
+
+    exp = P.load(a.params)
+    if not a.records.exists():
+        raise CliError(f"--records {a.records}: no such file (run the experiment's measurement stage first)")
+    for p in analysis.write_experiment_a(a.records, exp.models, a.tables, a.figures, a.metrics):
+        print(p)
+    return 0
+
+
 def cmd_figures(a) -> int:
     from nfvlab.plots.reference import render_reference_figures
 
@@ -349,7 +368,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     a = _build_parser().parse_args(argv)
     handler = {"lab": cmd_lab, "trial": cmd_trial, "search": cmd_search,
-               "calibrate": cmd_calibrate, "figures": cmd_figures}[a.cmd]
+               "calibrate": cmd_calibrate, "analyze": cmd_analyze, "figures": cmd_figures}[a.cmd]
     try:
         return handler(a)
     except (CliError, P.ParamsError, InputError, LabError, BuildError, LabBusy) as err:

@@ -8,64 +8,35 @@ sorted iteration -- two runs write byte-identical files.
 """
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
-from typing import Iterator
 
-import matplotlib as mpl
 import numpy as np
-import pandas as pd
 import seaborn as sns
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+import pandas as pd
 
 from nfvlab import reference as ref
 from nfvlab.plots.heatmap import matrix_heatmap
+from nfvlab.plots.output import DPI, PNG_METADATA, figure_style, new_figure, save_png
 from nfvlab.plots.throughput import throughput_vs_frame_size
 
 __all__ = ["render_reference_figures", "reference_style", "DPI", "PNG_METADATA"]
-
-#: Resolution of every reference PNG.
-DPI = 110
-#: PNG metadata: drop matplotlib's "Software" entry (keeps files version-independent).
-PNG_METADATA = {"Software": None}
 
 DRAFT = "draft-11"
 NOTE = "density note"
 TESTBED_40G = "40GbE testbed"
 
 
-@contextlib.contextmanager
-def reference_style(dpi: int = DPI) -> Iterator[None]:
-    """Matplotlib defaults + seaborn "whitegrid"/"paper" at ``dpi``, restored on exit."""
-    with mpl.rc_context():
-        mpl.rcdefaults()
-        mpl.rcParams["figure.dpi"] = dpi
-        mpl.rcParams.update(sns.axes_style("whitegrid"))
-        mpl.rcParams.update(sns.plotting_context("paper"))
-        mpl.rcParams.update({"axes.titlesize": 9.5, "figure.titlesize": 11})
-        yield
-
-
-def _save(fig: Figure, path: Path) -> Path:
-    fig.savefig(path, format="png", dpi=fig.dpi, metadata=PNG_METADATA)
-    return path
-
-
-def _new_figure(size: tuple[float, float]) -> Figure:
-    fig = Figure(figsize=size, dpi=mpl.rcParams["figure.dpi"], layout="constrained")
-    FigureCanvasAgg(fig)  # render with Agg whatever pyplot's backend is
-    return fig
+reference_style = figure_style
 
 
 def _throughput_figure(df: pd.DataFrame, title: str, path: Path) -> Path:
     """Published zero-loss throughput vs frame size, one line per model."""
-    fig = _new_figure((7.0, 4.4))
+    fig = new_figure((7.0, 4.4))
     throughput_vs_frame_size(
         df, hue="model_label", ax=fig.subplots(), title=title,
         ylabel="Zero-loss throughput [Gbps]", reference_line=40.0, reference_label="40GbE nominal",
     ).legend(title="Model", fontsize="small", title_fontsize="small", loc="lower right")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def _fig10(out: Path) -> Path:
@@ -96,7 +67,7 @@ def _fig13(out: Path) -> Path:
     lab = _scenario_labels(scen, ["nic_numa", "vswitch_numa", "pod_numa"])
     row_names = dict(zip(df["pinning"], df["pinning_label"]))
     rows = [p for p in ref.PINNING_ORDER if p in row_names]
-    fig = _new_figure((6.6, 3.6))
+    fig = new_figure((6.6, 3.6))
     matrix_heatmap(
         df, row="pinning", col="scenario", value="throughput_gbps", ax=fig.subplots(),
         row_order=rows, col_order=col_order,
@@ -105,7 +76,7 @@ def _fig13(out: Path) -> Path:
         xlabel="NUMA scenario (NUMA node of NIC/vSwitch/pod)", ylabel="CPU pinning",
         title=f"{DRAFT} Figure 13 (published, {TESTBED_40G}):\nCPU pinning x NUMA, single pod, 1518 B",
     )
-    return _save(fig, out / "draft11_fig13_pinning_numa.png")
+    return save_png(fig, out / "draft11_fig13_pinning_numa.png")
 
 
 def _fig17(out: Path) -> Path:
@@ -114,7 +85,7 @@ def _fig17(out: Path) -> Path:
     lab = _scenario_labels(scen, ["nic_numa", "vswitch_numa", "pod1_numa", "pod2_numa"])
     order = list(scen["scenario"])
     vals = df.set_index("scenario").loc[order, "throughput_gbps"].to_numpy(dtype=float)
-    fig = _new_figure((6.6, 4.0))
+    fig = new_figure((6.6, 4.0))
     ax = fig.subplots()
     color = sns.color_palette("colorblind", 1)[0]
     bars = ax.bar(np.arange(len(order)), vals, color=color, width=0.65)
@@ -127,7 +98,7 @@ def _fig17(out: Path) -> Path:
     ax.set_ylabel("Zero-loss throughput [Gbps]")
     ax.legend(fontsize="small", loc="upper right")
     ax.set_title(f"{DRAFT} Figure 17 (published, {TESTBED_40G}):\nNUMA alignment, multi-pod, 1518 B")
-    return _save(fig, out / "draft11_fig17_multipod_numa.png")
+    return save_png(fig, out / "draft11_fig17_multipod_numa.png")
 
 
 def _numa_table(out: Path, kind: str) -> Path:
@@ -142,7 +113,7 @@ def _numa_table(out: Path, kind: str) -> Path:
     ]
     fig_no = "12" if kind == "single" else "15"
     what = "single pod" if kind == "single" else "multi-pod"
-    fig = _new_figure((6.0, 1.2 + 0.45 * len(rows)))
+    fig = new_figure((6.0, 1.2 + 0.45 * len(rows)))
     matrix_heatmap(
         long, row="scenario", col="component", value="numa", text="text", ax=fig.subplots(),
         row_order=rows, col_order=comps, row_labels=row_labels,
@@ -150,7 +121,7 @@ def _numa_table(out: Path, kind: str) -> Path:
         cmap="Pastel1", vmin=0, vmax=8, cbar=False, xlabel="", ylabel="Scenario",
         title=f"{DRAFT} Figure {fig_no} (published):\nNUMA alignment scenarios, {what}",
     )
-    return _save(fig, out / f"draft11_fig{fig_no}_numa_scenarios_{kind}.png")
+    return save_png(fig, out / f"draft11_fig{fig_no}_numa_scenarios_{kind}.png")
 
 
 def _density_mrr(out: Path) -> list[Path]:
@@ -160,7 +131,7 @@ def _density_mrr(out: Path) -> list[Path]:
     topologies = ["VSC", "CSC", "CSP"]
     frames = [64, "IMIX"]
     for (tb, sw), g in sorted(df.groupby(["testbed_id", "pcdr4sw"], sort=True), key=lambda kv: kv[0]):
-        fig = _new_figure((9.0, 10.5))
+        fig = new_figure((9.0, 10.5))
         axes = fig.subplots(len(topologies), len(frames))
         for i, topo in enumerate(topologies):
             for j, frame in enumerate(frames):
@@ -182,7 +153,7 @@ def _density_mrr(out: Path) -> list[Path]:
             "'*' = warm-up retries, '???' = to be measured, '---' = impossible (out of physical cores)"
         )
         ratio = sw.strip("()").replace(":", "-")
-        paths.append(_save(fig, out / f"density_mrr_{tb}_pcdr4sw-{ratio}.png"))
+        paths.append(save_png(fig, out / f"density_mrr_{tb}_pcdr4sw-{ratio}.png"))
     return paths
 
 
@@ -196,7 +167,7 @@ def _density_view(out: Path, name: str) -> Path:
         extra = (f"\npcdr4sw = {r['pcdr4sw']}, pcmr4sw = {r['pcmr4sw']}, pcdr4nf = {r['pcdr4nf']}, "
                  f"pcmr4nf = {r['pcmr4nf']}\n(values = ceil(1.5 x NFs): the switch's cores are not included)")
     view = "Network Function View" if value == "total_nfs" else "Core Usage View"
-    fig = _new_figure((6.4, 5.0))
+    fig = new_figure((6.4, 5.0))
     matrix_heatmap(
         df, row="instances", col="nfs_per_instance", value=value, ax=fig.subplots(),
         row_order=list(ref.DENSITY_AXIS), col_order=list(ref.DENSITY_AXIS), fmt="g",
@@ -204,7 +175,7 @@ def _density_view(out: Path, name: str) -> Path:
         xlabel="NFs per service instance", ylabel="Service instances",
         title=f"{NOTE} {view} (published){extra}",
     )
-    return _save(fig, out / f"{name}.png")
+    return save_png(fig, out / f"{name}.png")
 
 
 def render_reference_figures(out_dir: Path, dpi: int = DPI) -> list[Path]:
