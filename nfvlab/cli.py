@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Optional
 
 from nfvlab import params as P
+from nfvlab.lab.catalogue import DEFAULT_MODEL
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
@@ -31,7 +32,7 @@ class CliError(Exception):
 
 def _frame_size(text: str):
     try:
-        return P._check_frame_size(text)
+        return P.parse_frame_size(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
@@ -187,14 +188,14 @@ def _check_common(a, rates=()):
     traffic = P.validate(P.TrafficParams, {"frame_sizes": [a.frame_size], "flows": a.flows,
                                            "bidirectional": not a.unidirectional,
                                            "latency_pps": a.latency_pps}, "arguments")
-    mtu = 9000  # every embedded-lab link
+    mtu = core.LAB_MTU
     if a.port:
         if os.geteuid() != 0:
             raise CliError("traffic needs root (raw sockets in network namespaces): run as root or with sudo")
         streams = measure.external_streams(a.port, a.dmac)  # ports exist, MACs valid
         mtu = min(measure.port_mtu(s.tx) for s in streams)
     else:
-        core.preflight(a.model or "linux-bridge")
+        core.preflight(a.model or DEFAULT_MODEL)
     measure.check_inputs(a.frame_size, port_speed=a.port_speed, mtu=mtu, rates_pps=tuple(rates),
                          duration_s=getattr(a, "duration_s", None))
     from nfvlab.traffic.build import gen_binary
@@ -216,7 +217,7 @@ def cmd_trial(a) -> int:
     from nfvlab.trial import run_trial
 
     traffic = _check_common(a, rates=(a.rate_pps,))
-    params = {"model": a.model or ("external" if a.port else "linux-bridge"), "ports": a.port,
+    params = {"model": a.model or ("external" if a.port else DEFAULT_MODEL), "ports": a.port,
               "frame_size": a.frame_size, "rate_pps": a.rate_pps, "duration_s": a.duration_s,
               **traffic.model_dump()}
     with _writer(a, "trial", params) as rec, measure.open_streams(a.model, a.port, a.dmac) as (lab, streams):
@@ -260,7 +261,7 @@ def cmd_search(a) -> int:
     sp = P.validate(P.SearchParams, sp_data, str(a.params) if a.params else "arguments")
     traffic = _check_common(a, rates=(sp.max_rate_pps,) if sp.max_rate_pps else ())
     max_rate = sp.max_rate_pps or measure.default_max_rate(a.port_speed, a.frame_size)
-    model = a.model or ("external" if a.port else "linux-bridge")
+    model = a.model or ("external" if a.port else DEFAULT_MODEL)
     params = {"model": model, "ports": a.port, "frame_size": a.frame_size, "goal": a.goal,
               "search": sp.model_dump(), "traffic": traffic.model_dump(), "max_rate_pps": max_rate}
     trials = []
@@ -275,7 +276,7 @@ def cmd_search(a) -> int:
         meas = measure.measurer(gen, a.frame_size, traffic, extra={"model": model})
         out = measure.search(meas, a.frame_size, sp, max_rate_pps=max_rate, on_trial=on_trial,
                              progress=not a.no_progress and not a.json)
-        if rec is not None and not hasattr(out, "to_dict") and isinstance(out, list):
+        if rec is not None and isinstance(out, list):  # a sweep returns a DataFrame
             for r in out:
                 rec.search({k: v for k, v in r.to_dict().items() if k != "trials"}, model=model)
 
@@ -304,14 +305,14 @@ def cmd_search(a) -> int:
 def cmd_calibrate(a) -> int:
     from nfvlab import calibrate
 
-    sizes = [P._check_frame_size(x) for x in a.frame_sizes.split(",") if x.strip()]
+    sizes = [P.parse_frame_size(x) for x in a.frame_sizes.split(",") if x.strip()]
     if not a.duration_s > 0:
         raise CliError(f"--duration-s {a.duration_s:g}: must be above 0")
     from nfvlab.lab import core
 
     if os.geteuid() != 0:
         raise CliError("calibration needs root (network namespaces): run as root or with sudo")
-    core.preflight("linux-bridge")
+    core.preflight(DEFAULT_MODEL)
     report = {"ceilings": {}, "known_path": {}}
     for fs in sizes:
         r = calibrate.generator_ceiling(fs, bidirectional=not a.unidirectional, duration_s=a.duration_s,

@@ -18,15 +18,11 @@ from tqdm import tqdm
 
 from nfvlab import measure
 from nfvlab.lab import catalogue
-from nfvlab.lab.core import Lab
+from nfvlab.lab.core import LAB_MTU, Lab
 from nfvlab.params import ExperimentParams
 from nfvlab.records import RecordWriter
 from nfvlab.search import SearchError
 from nfvlab.trial import run_trial
-
-MTU = 9000
-"""MTU of every embedded-lab link, bytes."""
-
 
 def realizability(models: list[str]) -> dict[str, tuple[bool, str]]:
     """``{model: (realizable here, reason if not)}`` for the embedded lab."""
@@ -41,7 +37,7 @@ def check(params: ExperimentParams) -> None:
                                  "is implemented in this version")
     for fs in params.traffic.frame_sizes:
         rates = (params.search.max_rate_pps,) if params.search.max_rate_pps else ()
-        measure.check_inputs(fs, port_speed=params.lab.port_speed, mtu=MTU, rates_pps=rates,
+        measure.check_inputs(fs, port_speed=params.lab.port_speed, mtu=LAB_MTU, rates_pps=rates,
                              duration_s=params.trial.duration_s)
 
 
@@ -76,7 +72,7 @@ def run_experiment(params: ExperimentParams, records: Union[str, Path], *,
 
 
 def _measure_model(params: ExperimentParams, model: str, rep: int, rec: RecordWriter, bar) -> None:
-    with Lab(model, mtu=MTU) as lab:
+    with Lab(model) as lab:
         gen = measure.generator(lab.streams, params.traffic, lab, cpu=params.lab.generator_cpu)
         for fs in params.traffic.frame_sizes:
             labels = {"model": model, "frame_size": fs, "repetition": rep}
@@ -92,7 +88,7 @@ def _measure_model(params: ExperimentParams, model: str, rep: int, rec: RecordWr
                 rec.note(f"search failed: {err}", kind="search-failed", **labels)
                 bar.update(1)
                 continue
-            if hasattr(results, "to_dict") and not isinstance(results, list):  # a sweep's DataFrame
+            if not isinstance(results, list):  # a sweep's DataFrame: no rate to take latency at
                 bar.update(1)
                 continue
             for r in results:

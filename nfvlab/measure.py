@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Callable, Iterator, Optional
 
 from nfvlab import calibrate, linerate
 from nfvlab.lab import netns as nl
-from nfvlab.lab.core import Lab
+from nfvlab.lab.catalogue import DEFAULT_MODEL
+from nfvlab.lab.core import LAB_MTU, Lab
 from nfvlab.lab.kernel import TG_NET, Port, Stream
 from nfvlab.linerate import FrameSize
 from nfvlab.params import SearchParams, TrafficParams
-from nfvlab.search import SearchResult, loss_sweep, mlrsearch, mrr, ndr_pdr_bisect, rfc2544_search
+from nfvlab.search import loss_sweep, mlrsearch, mrr, ndr_pdr_bisect, rfc2544_search
 from nfvlab.traffic.embedded import EmbeddedGenerator
 from nfvlab.trial import GeneratorMeasurer, TrialResult
 
@@ -92,12 +92,12 @@ def check_inputs(frame_size: FrameSize, *, port_speed: str, mtu: int,
 
 @contextmanager
 def open_streams(model: Optional[str] = None, ports: Optional[list[str]] = None,
-                 dmacs: Optional[list[str]] = None, mtu: int = 9000) -> Iterator[tuple[Optional[Lab], list[Stream]]]:
+                 dmacs: Optional[list[str]] = None, mtu: int = LAB_MTU) -> Iterator[tuple[Optional[Lab], list[Stream]]]:
     """Yield ``(lab, streams)``: a fresh embedded lab of ``model``, or external ``ports``."""
     if ports:
         yield None, external_streams(ports, dmacs)
         return
-    with Lab(model or "linux-bridge", mtu=mtu) as lab:
+    with Lab(model or DEFAULT_MODEL, mtu=mtu) as lab:
         yield lab, lab.streams
 
 
@@ -162,5 +162,5 @@ def measurer(gen: EmbeddedGenerator, frame_size: FrameSize, traffic: TrafficPara
 
 __all__ = [
     "InputError", "check_inputs", "default_max_rate", "external_streams", "generator",
-    "measurer", "open_streams", "parse_port", "search", "SearchResult", "replace",
+    "measurer", "open_streams", "parse_port", "port_mtu", "search",
 ]

@@ -35,7 +35,8 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _check_frame_size(v: Any) -> Union[int, str]:
+def parse_frame_size(v: Any) -> Union[int, str]:
+    """A frame size (64..9018 B, or "IMIX") from YAML or CLI text; ``ValueError`` otherwise."""
     if isinstance(v, bool):
         raise ValueError(f"{v!r} is not a frame size (use 64..9018 or \"IMIX\")")
     if isinstance(v, str):
@@ -63,7 +64,7 @@ def _check_model(v: Any) -> str:
     return v
 
 
-FrameSize = Annotated[Union[int, str], BeforeValidator(_check_frame_size)]
+FrameSize = Annotated[Union[int, str], BeforeValidator(parse_frame_size)]
 """A frame size in bytes incl. FCS (64..9018) or ``"IMIX"``."""
 ModelName = Annotated[str, BeforeValidator(_check_model)]
 """A model name from :mod:`nfvlab.lab.catalogue`."""

@@ -21,10 +21,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   # policy-rc.d 101: do not start the distribution's OVS service; the lab runs private instances.
-  had_policy=0; [ -e /usr/sbin/policy-rc.d ] && had_policy=1
-  [ $had_policy = 1 ] || printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  # An existing policy-rc.d is the host's own: leave it untouched.
+  own_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    own_policy=1
+  fi
   apt-get install -y -q --no-install-recommends "${missing[@]}"
-  [ $had_policy = 1 ] || rm -f /usr/sbin/policy-rc.d
+  if [ $own_policy = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi
 fi
 
 # 2. Python virtual environment with pinned dependencies (requirements.lock).

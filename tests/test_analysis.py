@@ -1,7 +1,7 @@
 """Experiment A analysis on synthetic records with known statistics and orders."""
 import pytest
 
-from nfvlab import analysis
+from nfvlab import analysis, results
 from nfvlab.records import RecordWriter
 from nfvlab.search import SyntheticDut, rfc2544_search
 
@@ -41,7 +41,7 @@ def test_claim_a2_holds_or_not_on_known_orders(tmp_path, caps, expect):
     p = tmp_path / "a.jsonl"
     write(p, caps)
     t = analysis.throughput_table(p, list(caps))
-    claims = analysis.claims_a(p, t)
+    claims = analysis.claims_a(results.searches_frame(p), t)
     assert len(claims) == 2
     assert set(claims["holds"]) == {expect} if expect else False in set(claims["holds"])
 
@@ -50,7 +50,7 @@ def test_claim_a2_not_testable_names_the_missing_models(tmp_path):
     p = tmp_path / "a.jsonl"
     write(p, {"linux-bridge": 90_000}, not_realizable=[("smartnic-direct", "not yet implemented")])
     t = analysis.throughput_table(p, ["linux-bridge", "smartnic-direct"])
-    claims = analysis.claims_a(p, t)
+    claims = analysis.claims_a(results.searches_frame(p), t)
     assert claims["holds"].isna().all()
     assert "smartnic-direct: not realizable: not yet implemented" in claims["detail"].iloc[0]
 

@@ -93,6 +93,9 @@ MODELS: tuple[Model, ...] = (
 
 MODEL_NAMES: tuple[str, ...] = tuple(m.name for m in MODELS)
 
+#: The model used when none is named (CLI, measure.open_streams).
+DEFAULT_MODEL = "linux-bridge"
+
 
 def get(name: str) -> Model:
     """The model called ``name``; ``KeyError`` with the allowed names otherwise."""

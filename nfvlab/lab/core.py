@@ -19,6 +19,10 @@ from nfvlab.lab import catalogue, kernel, state
 from nfvlab.lab.kernel import Stream
 
 
+#: MTU of every link the embedded lab creates, bytes (fits 9018 B jumbo frames).
+LAB_MTU = 9000
+
+
 class LabError(RuntimeError):
     """The lab cannot be built here (one-line reason and fix)."""
 
@@ -48,7 +52,7 @@ class Lab:
         self,
         model: str,
         *,
-        mtu: int = 9000,
+        mtu: int = LAB_MTU,
         persistent: bool = False,
         builder: Optional[Callable[["Lab"], list[Stream]]] = None,
         label: Optional[str] = None,

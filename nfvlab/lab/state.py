@@ -19,7 +19,7 @@ import signal
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 PREFIX = "nfvl-"
 #: Names of namespaces nfvlab creates: nfvl-<6 hex>-<role>.
@@ -184,14 +184,11 @@ def destroy(state: LabState) -> None:
     state.path.unlink(missing_ok=True)
 
 
-def stale_states() -> Iterator[LabState]:
-    """Labs whose creator is gone and that nobody meant to keep."""
-    for st in all_states():
-        if st.owner_alive():
-            continue
-        if st.persistent and st.status == "up":
-            continue
-        yield st
+def is_leftover(st: LabState, include_persistent: bool = False) -> bool:
+    """A lab whose creator is gone and that nobody meant to keep (or any kept one, if asked)."""
+    if include_persistent and st.persistent:
+        return True
+    return not st.owner_alive() and not (st.persistent and st.status == "up")
 
 
 def clean(include_persistent: bool = False) -> list[str]:
@@ -201,11 +198,8 @@ def clean(include_persistent: bool = False) -> list[str]:
     ``nfvl-<id>-<role>`` namespaces whose lab has no live state record.
     """
     removed = []
-    states = all_states()
-    for st in states:
-        if st.owner_alive() and not (include_persistent and st.persistent):
-            continue
-        if st.persistent and st.status == "up" and not include_persistent:
+    for st in all_states():
+        if not is_leftover(st, include_persistent):
             continue
         destroy(st)
         removed.append(f"lab {st.lab_id} ({st.model}, {st.status}): {', '.join(st.namespaces) or 'no namespaces'}")
