@@ -38,6 +38,10 @@ class Model:
     """Kernel features it needs (names from :func:`kernel_features`)."""
     pods: int = 1
     """Pods in the service chain."""
+    vswitch: bool = False
+    """Has a user-space vSwitch with busy-polling PMD threads."""
+    busy_pods: tuple[str, ...] = ()
+    """Pods whose forwarder busy-polls (DPDK); kernel pods have no thread to pin."""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -54,11 +58,11 @@ MODELS: tuple[Model, ...] = (
     Model("ovs-dpdk-vhost", "4.1.2", "user-space", "OVS-DPDK with vhost-user",
           "Userspace CNI + OVS-DPDK", "private OVS-DPDK instance, vhost-user ports to a testpmd pod",
           tools=("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "dpdk-testpmd"),
-          kernel=("veth", "af_xdp", "hugetlbfs")),
+          kernel=("veth", "af_xdp", "hugetlbfs"), vswitch=True, busy_pods=("pod1",)),
     Model("ovs-dpdk-memif", "4.1.2", "user-space", "OVS-DPDK with memif",
           "Userspace CNI + OVS-DPDK (memif)", "private OVS-DPDK instance, memif ports to a testpmd pod",
           tools=("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "dpdk-testpmd"),
-          kernel=("veth", "hugetlbfs")),
+          kernel=("veth", "hugetlbfs"), vswitch=True, busy_pods=("pod1",)),
     Model("vpp", "4.1.2", "user-space", "VPP vSwitch with memif",
           "Userspace CNI + FD.io VPP", None,
           real_lab_only_reason="VPP is not packaged for Debian 12; the local user-space model is OVS-DPDK"),
@@ -70,11 +74,11 @@ MODELS: tuple[Model, ...] = (
           tools=("clang",), kernel=("veth", "bpf")),
     Model("afxdp-cni", "4.1.3", "ebpf", "AF_XDP CNI",
           "AF_XDP device plugin / CNDP", "the pod's DPDK forwarder uses net_af_xdp on its own netdevs",
-          tools=("dpdk-testpmd",), kernel=("veth", "bpf", "af_xdp")),
+          tools=("dpdk-testpmd",), kernel=("veth", "bpf", "af_xdp"), busy_pods=("pod1",)),
     Model("ovs-afxdp", "4.1.3", "ebpf", "OVS with AF_XDP PMD",
           "Userspace CNI + OVS afxdp ports", "OVS afxdp ports toward the NIC, vhost-user to the pod",
           tools=("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "dpdk-testpmd"),
-          kernel=("veth", "bpf", "af_xdp", "hugetlbfs")),
+          kernel=("veth", "bpf", "af_xdp", "hugetlbfs"), vswitch=True, busy_pods=("pod1",)),
     Model("sriov", "4.1.4", "smart-nic", "SR-IOV virtual functions",
           "SR-IOV CNI + device plugin", None,
           real_lab_only_reason="needs a NIC with SR-IOV virtual functions"),
@@ -84,11 +88,11 @@ MODELS: tuple[Model, ...] = (
     Model("chain-userspace", "4.1.5", "combination", "Two-pod chain, user-space only",
           "Userspace CNI + OVS-DPDK (VPP in the draft)", "pod1 -> OVS-DPDK -> pod2, all ports vhost-user",
           tools=("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "dpdk-testpmd"),
-          kernel=("veth", "hugetlbfs"), pods=2),
+          kernel=("veth", "hugetlbfs"), pods=2, vswitch=True, busy_pods=("pod1", "pod2")),
     Model("chain-combined", "4.1.5", "combination", "Two-pod chain, direct N-S + user-space E-W",
           "SR-IOV + VPP (draft Appendix C)", "N-S on direct ports, E-W pod1 -> OVS-DPDK -> pod2",
           tools=("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "dpdk-testpmd"),
-          kernel=("veth", "hugetlbfs"), pods=2),
+          kernel=("veth", "hugetlbfs"), pods=2, vswitch=True, busy_pods=("pod1", "pod2")),
 )
 
 MODEL_NAMES: tuple[str, ...] = tuple(m.name for m in MODELS)
@@ -138,6 +142,14 @@ def _kernel_config() -> Optional[dict[str, str]]:
                     out[k] = v
             return out
     return None
+
+
+def core_plan(model: Model, resources=None, **host):
+    """The :class:`~nfvlab.lab.resources.CorePlan` of ``model`` here (NotRealizable if none)."""
+    from nfvlab.lab.resources import Resources, plan
+
+    return plan(vswitch=model.vswitch, busy_pods=model.busy_pods,
+                resources=resources or Resources(), **host)
 
 
 def realizable(model: Model, features: Optional[dict[str, bool]] = None) -> tuple[bool, str]:

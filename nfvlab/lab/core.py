@@ -12,11 +12,14 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import subprocess
 import time
-from typing import Callable, Optional
+from pathlib import Path
+from typing import Callable, Optional, Sequence
 
-from nfvlab.lab import catalogue, kernel, state
+from nfvlab.lab import catalogue, state
 from nfvlab.lab.kernel import Stream
+from nfvlab.lab.resources import CorePlan, NotRealizable, Resources
 
 
 #: MTU of every link the embedded lab creates, bytes (fits 9018 B jumbo frames).
@@ -31,7 +34,14 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, turned into an exception so teardown runs."""
 
 
-def preflight(model_name: str) -> catalogue.Model:
+def builders() -> dict[str, Callable[["Lab"], list[Stream]]]:
+    """Model name -> builder, for every model this nfvlab version builds locally."""
+    from nfvlab.lab import kernel
+
+    return dict(kernel.BUILDERS)
+
+
+def preflight(model_name: str, resources: Optional[Resources] = None) -> catalogue.Model:
     """Check root and that this host can realize ``model_name``, creating nothing."""
     if os.geteuid() != 0:
         raise LabError("the embedded lab needs root (network namespaces): run as root or with sudo")
@@ -42,7 +52,21 @@ def preflight(model_name: str) -> catalogue.Model:
     ok, why = catalogue.realizable(model)
     if not ok:
         raise LabError(f"model {model_name} cannot run in the embedded lab: {why}")
+    if resources is not None:
+        try:
+            catalogue.core_plan(model, resources)
+        except NotRealizable as err:
+            raise LabError(f"model {model_name} with {resources}: {err}") from None
+        if resources.noisy_load_pct is not None and not _which("stress-ng"):
+            raise LabError("the noisy neighbour needs stress-ng: run `./run setup` "
+                           "(Debian package stress-ng)")
     return model
+
+
+def _which(tool: str) -> bool:
+    import shutil
+
+    return shutil.which(tool) is not None
 
 
 class Lab:
@@ -56,14 +80,18 @@ class Lab:
         persistent: bool = False,
         builder: Optional[Callable[["Lab"], list[Stream]]] = None,
         label: Optional[str] = None,
+        resources: Resources = Resources(),
     ) -> None:
         """``builder`` overrides the catalogue model (calibration paths use it)."""
         if builder is None:
-            preflight(model)
-            builder = kernel.BUILDERS[model]
+            preflight(model, resources)
+            builder = builders()[model]
         elif os.geteuid() != 0:
             raise LabError("the embedded lab needs root (network namespaces): run as root or with sudo")
         self.model = model
+        self.resources = resources
+        self.core_plan: Optional[CorePlan] = None
+        """Set by the builder of a model with busy-polling threads."""
         self.mtu = mtu
         self.persistent = persistent
         self.label = label or model
@@ -99,6 +127,116 @@ class Lab:
         self.state.save()
         return rec
 
+    # -- resources other than namespaces (each recorded before it exists) --
+    @property
+    def run_dir(self) -> Path:
+        """This lab's private directory (sockets, databases, logs)."""
+        return state.run_dir() / f"lab-{self.lab_id}"
+
+    def add_path(self, pattern: str) -> str:
+        """Record a file/dir (glob) that teardown removes; returns ``pattern``."""
+        assert self.state is not None
+        if pattern not in self.state.paths:
+            self.state.paths.append(pattern)
+            self.state.save()
+        return pattern
+
+    def make_run_dir(self) -> Path:
+        self.add_path(str(self.run_dir))
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        return self.run_dir
+
+    def add_mount(self, fstype: str, where: Path, options: str = "") -> Path:
+        """Mount ``fstype`` at ``where`` (inside the run dir); unmounted at teardown."""
+        assert self.state is not None
+        self.state.mounts.append(str(where))
+        self.state.save()
+        where.mkdir(parents=True, exist_ok=True)
+        cmd = ["mount", "-t", fstype, fstype, str(where)] + (["-o", options] if options else [])
+        subprocess.run(cmd, check=True, capture_output=True)
+        return where
+
+    def cpuset(self, name: str, cpus: Sequence[int]) -> Optional[Path]:
+        """A cpuset cgroup ``nfvl-<id>-<name>`` limited to ``cpus`` (None when unpinned)."""
+        if not cpus:
+            return None
+        assert self.state is not None
+        path = state.CPUSET_ROOT / f"{state.PREFIX}{self.lab_id}-{name}"
+        self.state.cgroups.append(str(path))
+        self.state.save()
+        path.mkdir(exist_ok=True)
+        (path / "cpuset.mems").write_text((state.CPUSET_ROOT / "cpuset.mems").read_text().strip())
+        (path / "cpuset.cpus").write_text(",".join(map(str, sorted(cpus))))
+        return path
+
+    def reserve_hugepages(self, pages: int) -> None:
+        """Make sure ``pages`` free 2 MB hugepages exist; what is added is given back."""
+        from nfvlab.lab import resources as res
+
+        assert self.state is not None
+        missing = pages - res.free_hugepages_2m()
+        if missing <= 0:
+            return
+        before = int(state.HUGEPAGES_2M.read_text())
+        self.state.hugepages_2m += missing
+        self.state.save()
+        state.HUGEPAGES_2M.write_text(str(before + missing))
+        got = int(state.HUGEPAGES_2M.read_text()) - before
+        if got < missing:
+            self.state.hugepages_2m -= missing - got
+            self.state.save()
+            raise LabError(f"could reserve only {got} of {missing} more 2 MB hugepages "
+                           "(memory fragmented or too small): free memory or reboot")
+
+    def spawn(self, name: str, argv: Sequence[str], *, ns: Optional[str] = None,
+              cpus: Sequence[int] = (), env: Optional[dict] = None) -> subprocess.Popen:
+        """Start ``argv`` (inside namespace ``ns``) as a recorded process group.
+
+        ``cpus``: a cpuset cgroup ``name`` confines it and its threads (empty:
+        not pinned). Output goes to ``<run dir>/<name>.log``.
+        """
+        self.make_run_dir()
+        cg = self.cpuset(name, cpus)
+        log = open(self.run_dir / f"{name}.log", "ab")
+        full = (["ip", "netns", "exec", ns] if ns else []) + list(argv)
+
+        def enter_cgroup() -> None:  # in the child, before exec: threads inherit it
+            if cg is not None:
+                (cg / "tasks").write_text(str(os.getpid()))
+
+        try:
+            proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True, preexec_fn=enter_cgroup,
+                                    env={**os.environ, **(env or {})})
+        finally:
+            log.close()
+        rec = state.ProcessRecord(pid=proc.pid, start_time=state.process_start_time(proc.pid) or 0,
+                                  cmd=" ".join(full)[:300], group=True)
+        assert self.state is not None
+        self.state.processes.append(rec)
+        self.state.save()
+        return proc
+
+    def log_tail(self, name: str, lines: int = 5) -> str:
+        """Last lines of a spawned process's log (for error messages)."""
+        try:
+            text = (self.run_dir / f"{name}.log").read_text(errors="replace")
+        except OSError:
+            return ""
+        return " | ".join(text.strip().splitlines()[-lines:])
+
+    def wait_until(self, check: Callable[[], bool], what: str, *, timeout_s: float = 10.0,
+                   proc: Optional[subprocess.Popen] = None, log: Optional[str] = None) -> None:
+        """Poll ``check`` until true; LabError naming ``what`` on timeout or process death."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if check():
+                return
+            if proc is not None and proc.poll() is not None:
+                raise LabError(f"{what}: process exited with {proc.returncode}: {self.log_tail(log or '')}")
+            time.sleep(0.05)
+        raise LabError(f"{what}: not ready after {timeout_s:g} s: {self.log_tail(log or '')}")
+
     def untrack_process(self, rec: state.ProcessRecord) -> None:
         if self.state is not None and rec in self.state.processes:
             self.state.processes.remove(rec)
@@ -121,9 +259,13 @@ class Lab:
             )
             self.state.save()
             self.streams = self._builder(self)
+            if self.resources.noisy_load_pct is not None:
+                self._start_noisy_neighbour()
             self.state.status = "up"
             self.state.info = {
                 "mtu": self.mtu,
+                "resources": self.resources.labels(),
+                "core_plan": self.core_plan.describe() if self.core_plan else None,
                 "streams": [
                     {"tx": str(s.tx), "rx": str(s.rx), "smac": s.smac, "dmac": s.dmac,
                      "sip": s.sip, "dip": s.dip} for s in self.streams
@@ -135,6 +277,17 @@ class Lab:
             self._teardown()
             raise
         return self
+
+    def _start_noisy_neighbour(self) -> None:
+        """A pod running stress-ng: one CPU worker at the configured load."""
+        ns = self.add_namespace("noisy")
+        cpus = sorted(self.core_plan.noisy) if self.core_plan else []
+        proc = self.spawn("noisy", ["stress-ng", "--cpu", "1", "--cpu-load",
+                                    str(self.resources.noisy_load_pct), "--timeout", "0", "--quiet"],
+                          ns=ns, cpus=cpus)
+        time.sleep(0.2)
+        if proc.poll() is not None:
+            raise LabError(f"noisy neighbour (stress-ng) exited: {self.log_tail('noisy')}")
 
     def __exit__(self, *exc) -> None:
         if self.persistent and exc[0] is None:

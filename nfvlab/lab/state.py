@@ -24,6 +24,8 @@ from typing import Optional
 PREFIX = "nfvl-"
 #: Names of namespaces nfvlab creates: nfvl-<6 hex>-<role>.
 NS_PATTERN = re.compile(r"^nfvl-([0-9a-f]{6})-(tg|wk|pod\d+|noisy\d*)$")
+#: Any other named lab resource (cgroup, DPDK file prefix): nfvl-<6 hex>-...
+LAB_ID_PATTERN = re.compile(r"^nfvl-([0-9a-f]{6})(-|$)")
 
 
 def run_dir() -> Path:
@@ -45,6 +47,9 @@ class ProcessRecord:
     """Process start time in clock ticks since boot (/proc/PID/stat field 22):
     with the pid it identifies the process, so a recycled pid is never killed."""
     cmd: str
+    group: bool = False
+    """Started as a process-group leader: stopping it stops its whole group
+    (stress-ng workers, ``ip netns exec`` children)."""
 
 
 @dataclass
@@ -62,6 +67,15 @@ class LabState:
     """Created by ``nfvlab lab up`` and meant to outlive its creator."""
     namespaces: list[str] = field(default_factory=list)
     processes: list[ProcessRecord] = field(default_factory=list)
+    mounts: list[str] = field(default_factory=list)
+    """Mount points (hugetlbfs, bpffs) to unmount, innermost last."""
+    cgroups: list[str] = field(default_factory=list)
+    """cpuset cgroup directories to remove once their processes are gone."""
+    paths: list[str] = field(default_factory=list)
+    """Files and directories (globs allowed) to remove: run dirs, DPDK runtime
+    dirs, hugepage files, sockets. Only under :data:`REMOVABLE_ROOTS`."""
+    hugepages_2m: int = 0
+    """2 MB hugepages this lab added to the host's reservation (given back)."""
     info: dict = field(default_factory=dict)
     """Model-specific facts (ports, MACs, addresses) for ``lab status`` and reuse."""
 
@@ -121,8 +135,18 @@ class HostLock:
         run_dir().mkdir(parents=True, exist_ok=True)
         path = run_dir() / "lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        # NFVLAB_LOCK_WAIT_S: wait that long for the lock instead of failing at once.
+        wait_s = float(os.environ.get("NFVLAB_LOCK_WAIT_S", "0") or 0)
+        deadline = time.monotonic() + wait_s
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as err:
+                    if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN) or time.monotonic() >= deadline:
+                        raise
+                    time.sleep(0.2)
         except OSError as err:
             holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
             os.close(fd)
@@ -150,7 +174,10 @@ def kill_process(rec: ProcessRecord, timeout_s: float = 3.0) -> bool:
         return False
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.kill(rec.pid, sig)
+            if rec.group:
+                os.killpg(rec.pid, sig)
+            else:
+                os.kill(rec.pid, sig)
         except ProcessLookupError:
             return True
         deadline = time.monotonic() + timeout_s
@@ -173,14 +200,91 @@ def remove_namespace(name: str) -> None:
         netns.remove(name)
 
 
+#: Where a lab may create files; :func:`destroy` removes nothing outside these.
+REMOVABLE_ROOTS = ("/run/nfvlab/", "/var/run/dpdk/nfvl-", "/run/dpdk/nfvl-",
+                   "/dev/hugepages/nfvl-", "/sys/fs/cgroup/cpuset/nfvl-", "/tmp/nfvl-")
+
+CPUSET_ROOT = Path("/sys/fs/cgroup/cpuset")
+HUGEPAGES_2M = Path("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
+
+
+def _removable(path: str) -> bool:
+    p = os.path.normpath(path)
+    return ".." not in Path(path).parts and any(
+        (p + "/").startswith(r) or p.startswith(r) for r in REMOVABLE_ROOTS)
+
+
+def remove_path(pattern: str) -> None:
+    """Remove files/dirs matching ``pattern`` (only under :data:`REMOVABLE_ROOTS`)."""
+    import glob
+    import shutil
+
+    for path in sorted(glob.glob(pattern), reverse=True):
+        if not _removable(path):
+            continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+
+def unmount(path: str) -> None:
+    import subprocess
+
+    if os.path.ismount(path):
+        subprocess.run(["umount", "-l", path], capture_output=True)
+
+
+def remove_cgroup(path: str) -> None:
+    """rmdir a cpuset cgroup, first moving any straggler task to the root."""
+    p = Path(path)
+    if not p.is_dir() or not _removable(str(p)):
+        return
+    for child in sorted(p.iterdir(), reverse=True):  # nested groups first
+        if child.is_dir():
+            remove_cgroup(str(child))
+    for _ in range(50):
+        try:
+            for pid in (p / "tasks").read_text().split():
+                try:
+                    (CPUSET_ROOT / "tasks").write_text(pid)
+                except OSError:
+                    pass
+            p.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
+def release_hugepages(count: int) -> None:
+    """Give back ``count`` 2 MB hugepages a lab added to the reservation."""
+    if count <= 0 or not HUGEPAGES_2M.exists():
+        return
+    now = int(HUGEPAGES_2M.read_text())
+    HUGEPAGES_2M.write_text(str(max(0, now - count)))
+
+
 def destroy(state: LabState) -> None:
-    """Remove everything ``state`` lists: processes first (they pin namespaces)."""
+    """Remove everything ``state`` lists: processes first (they pin the rest)."""
     state.status = "tearing-down"
     state.save()
     for rec in state.processes:
         kill_process(rec)
+    for cg in reversed(state.cgroups):
+        remove_cgroup(cg)
+    for m in reversed(state.mounts):
+        unmount(m)
     for ns in reversed(state.namespaces):
         remove_namespace(ns)
+    for pattern in reversed(state.paths):
+        remove_path(pattern)
+    release_hugepages(state.hugepages_2m)
+    state.hugepages_2m = 0
     state.path.unlink(missing_ok=True)
 
 
@@ -209,4 +313,9 @@ def clean(include_persistent: bool = False) -> list[str]:
         if m and m.group(1) not in kept_ids:
             remove_namespace(ns)
             removed.append(f"orphan namespace {ns}")
+    for cg in sorted(CPUSET_ROOT.glob("nfvl-*")) if CPUSET_ROOT.exists() else []:
+        m = LAB_ID_PATTERN.match(cg.name)
+        if m and m.group(1) not in kept_ids:
+            remove_cgroup(str(cg))
+            removed.append(f"orphan cgroup {cg}")
     return removed
