@@ -1,4 +1,5 @@
 """Shared fixtures: lab tests need root and leave nothing behind."""
+import json
 import os
 import re
 import subprocess
@@ -11,32 +12,57 @@ from nfvlab.lab import state
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _bpf_programs() -> int:
+    """Loaded BPF programs of the kinds the lab attaches (XDP, tc)."""
+    try:
+        out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
+        return sum(1 for p in json.loads(out or "[]") if p.get("type") in ("xdp", "sched_cls"))
+    except (OSError, ValueError):
+        return 0
+
+
+def _hugepages() -> int:
+    p = state.HUGEPAGES_2M
+    return int(p.read_text()) if p.exists() else 0
+
+
 def lab_residue() -> dict:
     """What nfvlab labs (not test-owned fixtures) left on this host."""
     ns = [n for n in state.existing_namespaces() if state.NS_PATTERN.match(n)]
     files = sorted(p.name for p in state.labs_dir().glob("*.json")) if state.labs_dir().exists() else []
-    out = subprocess.run(["pgrep", "-af", "nfvlab-gen-"], capture_output=True, text=True).stdout
-    # Only generators driving lab namespaces (nfvl-<6 hex>-...), not other tests' own.
-    procs = [line.split()[0] for line in out.splitlines() if re.search(r"nfvl-[0-9a-f]{6}-", line)]
-    return {"namespaces": ns, "state_files": files, "generator_pids": procs}
+    out = subprocess.run(["pgrep", "-af", "nfvl"], capture_output=True, text=True).stdout
+    # Processes driving or serving lab resources (nfvl-<6 hex>-... names, lab run dirs).
+    procs = [line.split()[0] for line in out.splitlines()
+             if re.search(r"nfvl-[0-9a-f]{6}|/nfvlab/lab-[0-9a-f]{6}", line) and "pytest" not in line]
+    other = sorted(str(p) for pat in ("/sys/fs/cgroup/cpuset/nfvl-*", "/run/nfvlab/lab-*",
+                                      "/var/run/dpdk/nfvl-*", "/dev/hugepages/nfvl-*")
+                   for p in Path("/").glob(pat.lstrip("/")))
+    return {"namespaces": ns, "state_files": files, "generator_pids": procs, "other": other}
 
 
-NO_RESIDUE = {"namespaces": [], "state_files": [], "generator_pids": []}
+NO_RESIDUE = {"namespaces": [], "state_files": [], "generator_pids": [], "other": []}
 
 
 @pytest.fixture
 def clean_host():
-    """Start from, and insist on ending with, a host without lab residue."""
+    """Start from, and insist on ending with, a host without lab residue.
+
+    Checks run under the host lock, so a lab of another process (which holds
+    the lock while it lives) is never mistaken for residue.
+    """
     if os.geteuid() != 0:
         pytest.skip("lab tests need root")
     with state.HostLock("test clean-up"):
         state.clean(include_persistent=True)
-    assert lab_residue() == NO_RESIDUE
+        assert lab_residue() == NO_RESIDUE
+        before = {"bpf_programs": _bpf_programs(), "hugepages_2m": _hugepages()}
     yield
-    residue = lab_residue()
     with state.HostLock("test clean-up"):
+        residue = lab_residue()
+        after = {"bpf_programs": _bpf_programs(), "hugepages_2m": _hugepages()}
         state.clean(include_persistent=True)
     assert residue == NO_RESIDUE, f"the test left lab residue: {residue}"
+    assert after == before, f"the test left BPF programs or hugepages behind: {before} -> {after}"
 
 
 def nfvlab_cli(*args, timeout=120, check=False):

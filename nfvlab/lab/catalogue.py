@@ -30,8 +30,6 @@ class Model:
     """How the embedded lab builds it; ``None`` when it cannot exist locally."""
     real_lab_only_reason: Optional[str] = None
     """Why only a real lab can run it (``None`` when it runs locally)."""
-    implemented: bool = False
-    """Whether this nfvlab version builds it in the embedded lab."""
     tools: tuple[str, ...] = ()
     """Executables the local realization needs on PATH (or absolute paths)."""
     kernel: tuple[str, ...] = ()
@@ -48,13 +46,13 @@ class Model:
 MODELS: tuple[Model, ...] = (
     Model("linux-bridge", "4.1.1", "kernel", "veth + Linux bridge",
           "Flannel / Docker bridge", "veth pairs attached to Linux bridges in the worker node",
-          implemented=True, kernel=("veth", "bridge")),
+          kernel=("veth", "bridge")),
     Model("host-routing", "4.1.1", "kernel", "veth + host routing",
           "Calico (kernel routing table)", "point-to-point veths routed by the worker's kernel",
-          implemented=True, kernel=("veth",)),
+          kernel=("veth",)),
     Model("macvlan", "4.1.1", "kernel", "MACVLAN sub-interfaces",
           "macvlan CNI", "macvlan (bridge mode) on the worker's NIC ports moved into the pod",
-          implemented=True, kernel=("veth", "macvlan")),
+          kernel=("veth", "macvlan")),
     Model("ovs-dpdk-vhost", "4.1.2", "user-space", "OVS-DPDK with vhost-user",
           "Userspace CNI + OVS-DPDK", "private OVS-DPDK instance, vhost-user ports to a testpmd pod",
           tools=("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "dpdk-testpmd"),
@@ -156,7 +154,9 @@ def realizable(model: Model, features: Optional[dict[str, bool]] = None) -> tupl
     """Whether this host can run ``model`` in the embedded lab, and if not, why."""
     if model.local is None:
         return False, f"real lab only: {model.real_lab_only_reason}"
-    if not model.implemented:
+    from nfvlab.lab.core import builders
+
+    if model.name not in builders():
         return False, "not yet implemented in the embedded lab of this nfvlab version"
     features = kernel_features() if features is None else features
     missing_k = [k for k in model.kernel if not features.get(k, False)]

@@ -36,9 +36,9 @@ class Terminated(KeyboardInterrupt):
 
 def builders() -> dict[str, Callable[["Lab"], list[Stream]]]:
     """Model name -> builder, for every model this nfvlab version builds locally."""
-    from nfvlab.lab import kernel
+    from nfvlab.lab import ebpf, kernel, userspace
 
-    return dict(kernel.BUILDERS)
+    return {**kernel.BUILDERS, **ebpf.BUILDERS, **userspace.BUILDERS}
 
 
 def preflight(model_name: str, resources: Optional[Resources] = None) -> catalogue.Model:

@@ -278,6 +278,7 @@ def destroy(state: LabState) -> None:
     for cg in reversed(state.cgroups):
         remove_cgroup(cg)
     for m in reversed(state.mounts):
+        remove_path(f"{m}/*")  # hugetlbfs files: their pages return to the pool
         unmount(m)
     for ns in reversed(state.namespaces):
         remove_namespace(ns)

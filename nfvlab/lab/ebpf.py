@@ -1,0 +1,2 @@
+"""(being written) Builders of the ebpf networking models."""
+BUILDERS: dict = {}

@@ -1,0 +1,2 @@
+"""(being written) Builders of the userspace networking models."""
+BUILDERS: dict = {}
