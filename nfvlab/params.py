@@ -141,17 +141,71 @@ class LabParams(_Strict):
     """CPU the generator's TX thread is pinned to (``null``: no pinning)."""
 
 
+def _check_ratio(v: Any) -> str:
+    from nfvlab.lab.resources import ratio
+
+    ratio(str(v))  # ValueError names what is allowed
+    return str(v)
+
+
+Ratio = Annotated[str, BeforeValidator(_check_ratio)]
+"""Physical cores : thread sets, e.g. ``"1:1"``, ``"2:1"``, ``"1:2"``."""
+NumaScenario = Annotated[str, Field(pattern=r"^s[1-6]$")]
+
+
+class ResourceParams(_Strict):
+    """Resource knobs (draft §4.2); lists are grid axes."""
+
+    pinning: list[Literal["plan", "none", "shared", "exclusive"]] = Field(
+        default_factory=lambda: ["plan"], min_length=1)
+    """CPU pinning modes: ``plan`` (the documented core plan), or the CMK modes
+    ``none`` / ``shared`` / ``exclusive`` of Appendix B."""
+    numa: list[NumaScenario] = Field(default_factory=lambda: ["s1"], min_length=1)
+    """NUMA placement scenarios (Figure 12: s1..s4 one pod; Figure 15: s1..s6 two pods)."""
+    noisy_load_pct: Optional[int] = Field(default=None, ge=1, le=100)
+    """A noisy-neighbour pod (stress-ng) at this CPU load, percent; ``null``: none."""
+    hugepages: bool = False
+    """DPDK processes use 2 MB hugepages (reserved per lab, given back)."""
+    pcdr4sw: Ratio = "1:1"
+    """Physical cores : vSwitch dataplane thread sets (seed 001)."""
+    pcdr4nf: Ratio = "1:1"
+    """Physical cores : NF dataplane thread sets (seed 001)."""
+
+
+class DensityParams(_Strict):
+    """NFV service density grid (seed 001): kernel-router NFs behind the worker's router."""
+
+    topologies: list[Literal["csc", "csp"]] = Field(default_factory=lambda: ["csc", "csp"], min_length=1)
+    """``csc``: CNF service chain (snake through the switch); ``csp``: pipeline."""
+    instances: list[Annotated[int, Field(ge=1, le=10)]] = Field(default_factory=lambda: [1, 2], min_length=1)
+    """Service instances (matrix rows)."""
+    nfs_per_instance: list[Annotated[int, Field(ge=1, le=10)]] = Field(
+        default_factory=lambda: [1, 2], min_length=1)
+    """Network functions per service instance (matrix columns)."""
+
+
 class ExperimentParams(_Strict):
-    """One experiment: models x traffic x search, repeated."""
+    """One experiment: models x resources (x density) x traffic x search, repeated."""
 
     experiment: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     models: list[ModelName] = Field(default_factory=lambda: ["linux-bridge"], min_length=1)
     repetitions: int = Field(default=1, ge=1, le=1000)
     """Independent measurements of every configuration (for statistics)."""
     lab: LabParams = Field(default_factory=LabParams)
+    resources: ResourceParams = Field(default_factory=ResourceParams)
+    density: Optional[DensityParams] = None
+    """Set: measure the service density matrix; ``models`` must then be
+    ``[host-routing]`` (the worker's router is the switch)."""
     traffic: TrafficParams = Field(default_factory=TrafficParams)
     trial: TrialParams = Field(default_factory=TrialParams)
     search: SearchParams = Field(default_factory=SearchParams)
+
+    @model_validator(mode="after")
+    def _density_switch(self) -> "ExperimentParams":
+        if self.density is not None and self.models != ["host-routing"]:
+            raise ValueError("with density, models must be [host-routing] (the switch of the "
+                             "service matrix)")
+        return self
 
 
 class ReferenceParams(_Strict):

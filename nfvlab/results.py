@@ -16,6 +16,10 @@ from nfvlab.records import read_records
 
 PathLike = Union[str, Path]
 
+#: Labels that identify a configuration besides the model (resources, density cell);
+#: missing ones are None (experiment A's records have only the model).
+CONFIG_LABELS = ["pinning", "numa", "noisy_load_pct", "topology", "instances", "nfs"]
+
 
 def _runs(paths: Union[PathLike, Iterable[PathLike]], run: str) -> list[tuple[Path, list[dict]]]:
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
@@ -51,8 +55,9 @@ def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "lates
     Returns
     -------
     pandas.DataFrame
-        ``experiment``, ``run_id``, ``model``, ``frame_size`` (int or "IMIX"),
-        ``repetition``, ``goal`` (ndr/pdr/mrr), ``method``, ``loss_ratio``,
+        ``experiment``, ``run_id``, ``model``, the :data:`CONFIG_LABELS` (``pinning``,
+        ``numa``, ``noisy_load_pct``, ``topology``, ``instances``, ``nfs``),
+        ``frame_size`` (int or "IMIX"), ``repetition``, ``goal`` (ndr/pdr/mrr), ``method``, ``loss_ratio``,
         ``throughput_pps`` (per direction), ``lower_bound_pps``, ``upper_bound_pps``,
         ``throughput_gbps_l1`` / ``throughput_gbps_l2`` (per direction, at the frame
         size), ``n_trials``, ``trial_seconds``, ``generator_limited`` (True/False/None).
@@ -67,7 +72,8 @@ def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "lates
             fs = lab.get("frame_size")
             tp = res.get("throughput_pps")
             rows.append({
-                "experiment": exp, "run_id": r["run_id"], "model": lab.get("model"), "frame_size": fs,
+                "experiment": exp, "run_id": r["run_id"], "model": lab.get("model"),
+                **{k: lab.get(k) for k in CONFIG_LABELS}, "frame_size": fs,
                 "repetition": lab.get("repetition"), "goal": res.get("goal"), "method": res.get("method"),
                 "loss_ratio": res.get("loss_ratio"), "throughput_pps": tp,
                 "lower_bound_pps": res.get("lower_bound_pps"), "upper_bound_pps": res.get("upper_bound_pps"),
@@ -76,7 +82,7 @@ def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "lates
                 "n_trials": res.get("n_trials"), "trial_seconds": res.get("trial_seconds"),
                 "generator_limited": res.get("generator_limited"),
             })
-    cols = ["experiment", "run_id", "model", "frame_size", "repetition", "goal", "method", "loss_ratio",
+    cols = ["experiment", "run_id", "model", *CONFIG_LABELS, "frame_size", "repetition", "goal", "method", "loss_ratio",
             "throughput_pps", "lower_bound_pps", "upper_bound_pps", "throughput_gbps_l1",
             "throughput_gbps_l2", "n_trials", "trial_seconds", "generator_limited"]
     return pd.DataFrame(rows, columns=cols)
@@ -88,7 +94,8 @@ def latency_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest
     Returns
     -------
     pandas.DataFrame
-        ``model``, ``frame_size``, ``repetition``, ``goal``, ``rate_pps``, ``direction``
+        ``model``, the :data:`CONFIG_LABELS`, ``frame_size``, ``repetition``, ``goal``,
+        ``rate_pps``, ``direction``
         (``tx -> rx``), ``loss_ratio`` of that trial, ``probes_received``, and
         ``min_ns`` / ``avg_ns`` / ``p50_ns`` / ``p90_ns`` / ``p99_ns`` / ``max_ns``
         (one-way latency, nanoseconds).
@@ -101,22 +108,34 @@ def latency_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest
             t, lab = r["result"], r["labels"]
             for d in t["directions"]:
                 lat = d["latency"]
-                rows.append({"model": lab.get("model"), "frame_size": t["frame_size"],
+                rows.append({"model": lab.get("model"), **{k: lab.get(k) for k in CONFIG_LABELS},
+                             "frame_size": t["frame_size"],
                              "repetition": lab.get("repetition"), "goal": lab.get("goal"),
                              "rate_pps": t["rate_pps"], "direction": f"{d['tx_port']} -> {d['rx_port']}",
                              "loss_ratio": t["loss_ratio"], "probes_received": lat["probes_received"],
                              **{k: lat[k] for k in ("min_ns", "avg_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns")}})
-    return pd.DataFrame(rows, columns=["model", "frame_size", "repetition", "goal", "rate_pps", "direction",
+    return pd.DataFrame(rows, columns=["model", *CONFIG_LABELS, "frame_size", "repetition", "goal",
+                                       "rate_pps", "direction",
                                        "loss_ratio", "probes_received", "min_ns", "avg_ns", "p50_ns",
                                        "p90_ns", "p99_ns", "max_ns"])
 
 
 def not_realizable_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> pd.DataFrame:
-    """What could not be measured here and why: columns ``model``, ``kind``, ``reason``."""
+    """What could not be measured here and why.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model``, the :data:`CONFIG_LABELS`, ``frame_size`` (set for a failed
+        search), ``kind`` (``not-realizable`` / ``search-failed``), ``reason``.
+    """
     rows = []
     for _path, recs in _runs(paths, run):
         for r in recs:
             if r["type"] == "note" and r["labels"].get("kind") in ("not-realizable", "search-failed"):
-                rows.append({"model": r["labels"].get("model"), "kind": r["labels"]["kind"],
+                lab = r["labels"]
+                rows.append({"model": lab.get("model"), **{k: lab.get(k) for k in CONFIG_LABELS},
+                             "frame_size": lab.get("frame_size"), "kind": lab["kind"],
                              "reason": r["text"].split(": ", 1)[-1]})
-    return pd.DataFrame(rows, columns=["model", "kind", "reason"]).drop_duplicates()
+    cols = ["model", *CONFIG_LABELS, "frame_size", "kind", "reason"]
+    return pd.DataFrame(rows, columns=cols).drop_duplicates()

@@ -16,7 +16,7 @@ from nfvlab.trial import run_trial
 
 pytestmark = pytest.mark.lab
 
-KERNEL_MODELS = ["linux-bridge", "host-routing", "macvlan"]
+KERNEL_MODELS = ["linux-bridge", "host-routing", "macvlan", "smartnic-direct"]
 
 
 @pytest.mark.parametrize("model", KERNEL_MODELS)

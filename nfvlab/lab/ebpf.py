@@ -1,2 +1,101 @@
-"""(being written) Builders of the ebpf networking models."""
-BUILDERS: dict = {}
+"""eBPF networking models (draft §4.1.3, non-AF_XDP): the worker forwards with BPF programs.
+
+Both models have host-routing's cabling (Figure 9; pod1's eth1/eth2 are veths
+whose worker ends are vp1a/vp1b) but no bridge and no routing table in the
+worker: a BPF program at each worker port hands every frame, untouched, to one
+fixed device - an L2 patch nic0 <-> vp1a, nic1 <-> vp1b. The pod stays the
+kernel router and, as with linux-bridge, routes straight to the TG ports'
+MACs; the generator addresses the pod's MACs.
+
+- ``ebpf-tc`` (Cilium-like): tc programs at clsact ingress. NIC ingress uses
+  ``bpf_redirect_peer`` into the pod's namespace (Cilium's fast path: the frame
+  skips the host veth's transmit and the backlog queue); host-veth ingress uses
+  ``bpf_redirect`` to the NIC port's egress.
+- ``ebpf-xdp``: native XDP programs redirecting through a devmap. A veth drops
+  XDP-redirected frames unless the receiving peer has NAPI, so GRO is turned on
+  at the far ends of the targets (pod eth1/eth2, TG tg0/tg1).
+
+Programs learn their target ifindex from a map written after loading
+(:mod:`nfvlab.lab.bpf`); objects are compiled once and cached. Programs die
+with the worker namespace's devices: teardown needs nothing extra.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from nfvlab.lab import bpf
+from nfvlab.lab import netns as nl
+from nfvlab.lab.kernel import Stream, _pod_router, _streams, _tg_macs, cable_tg_to_worker
+
+#: Worker NIC port -> the worker end of the pod veth it is patched to.
+PATCH = {"nic0": "vp1a", "nic1": "vp1b"}
+#: Keys of tc_redirect.c's ``cfg`` map.
+CFG_IFINDEX, CFG_PEER = 0, 1
+
+
+def _pod_on_veths(lab) -> str:
+    """Figure 9 plus pod1, its eth1/eth2 on veths to the worker's vp1a/vp1b; returns pod1's namespace."""
+    cable_tg_to_worker(lab)
+    wk, pod = lab.ns("wk"), lab.add_namespace("pod1")
+    nl.veth(pod, "eth1", wk, "vp1a", lab.mtu)
+    nl.veth(pod, "eth2", wk, "vp1b", lab.mtu)
+    return pod
+
+
+def _pod_routes_to_tg(lab, pod: str) -> list[Stream]:
+    """The pod routes to the TG ports' MACs; the generator addresses the pod's MACs."""
+    _pod_router(lab, pod, gw_mac=_tg_macs(lab), gw_ip={0: "198.18.1.1", 1: "198.18.2.1"},
+                own={0: "198.18.1.2/24", 1: "198.18.2.2/24"})
+    return _streams(lab, {0: nl.mac(pod, "eth1"), 1: nl.mac(pod, "eth2")})
+
+
+def _patch_pairs(lab) -> list[tuple[str, int, bool]]:
+    """(worker port, target ifindex, towards the pod?) for every worker port."""
+    idx = {name: ln["ifindex"] for name, ln in bpf.links(lab.ns("wk")).items()}
+    return [pair for nic, veth in PATCH.items()
+            for pair in ((nic, idx[veth], True), (veth, idx[nic], False))]
+
+
+def _tc_redirect(ns: str, ifname: str, obj: Path, target: int, peer: bool) -> None:
+    prog = bpf.attach_tc_ingress(ns, ifname, obj)
+    cfg = bpf.prog_maps(prog)["cfg"]
+    bpf.map_set_u32(cfg, CFG_PEER, int(peer), ns)
+    bpf.map_set_u32(cfg, CFG_IFINDEX, target, ns)  # last: until now the program drops
+
+
+def build_ebpf_tc(lab, peer: bool = True) -> list[Stream]:
+    """Cilium-like tc-eBPF forwarding; ``peer=False``: plain bpf_redirect towards the pod too."""
+    obj = bpf.compile_object("tc_redirect")  # first: a compile error creates nothing
+    pod = _pod_on_veths(lab)
+    for port, target, to_pod in _patch_pairs(lab):
+        _tc_redirect(lab.ns("wk"), port, obj, target, peer=peer and to_pod)
+    return _pod_routes_to_tg(lab, pod)
+
+
+def build_ebpf_xdp(lab) -> list[Stream]:
+    """XDP devmap redirect between the worker's NIC ports and the pod's veths."""
+    obj = bpf.compile_object("xdp_redirect")
+    pod = _pod_on_veths(lab)
+    tg = lab.ns("tg")
+    # The receiving peers of redirect targets: without NAPI they drop redirected frames.
+    for ns, ifname in ((pod, "eth1"), (pod, "eth2"), (tg, "tg0"), (tg, "tg1")):
+        bpf.gro_on(ns, ifname)
+    for port, target, _ in _patch_pairs(lab):
+        prog = bpf.attach_xdp(lab.ns("wk"), port, obj)
+        bpf.map_set_u32(bpf.prog_maps(prog)["tx_port"], 0, target, lab.ns("wk"))
+    return _pod_routes_to_tg(lab, pod)
+
+
+def programs(lab) -> dict[str, int]:
+    """Worker port -> id of the BPF program forwarding its frames (missing: none attached)."""
+    wk = lab.ns("wk")
+    ports = [p for pair in PATCH.items() for p in pair]
+    found = {p: bpf.xdp_prog(wk, p) if lab.model == "ebpf-xdp" else bpf.tc_ingress_prog(wk, p)
+             for p in ports}
+    return {p: prog for p, prog in found.items() if prog is not None}
+
+
+BUILDERS = {
+    "ebpf-tc": build_ebpf_tc,
+    "ebpf-xdp": build_ebpf_xdp,
+}

@@ -58,16 +58,28 @@ def cable_tg_to_worker(lab) -> None:
     nl.veth(tg, "tg1", wk, "nic1", lab.mtu)
 
 
+def enable_forwarding(ns: str) -> None:
+    """Make namespace ``ns`` an IPv4 router that never second-guesses static routes."""
+    for key, val in (("net/ipv4/ip_forward", "1"), ("net/ipv4/conf/all/rp_filter", "0"),
+                     ("net/ipv4/conf/default/rp_filter", "0"),
+                     ("net/ipv4/conf/all/send_redirects", "0")):
+        nl.set_sysctl(ns, key, val)
+
+
 def _pod_router(lab, pod: str, gw_mac: dict[int, str], gw_ip: dict[int, str], own: dict[int, str]) -> None:
     """Make ``pod`` forward 198.19.1/24 <-> 198.19.2/24 between eth1 and eth2."""
     for side, ifname in ((0, "eth1"), (1, "eth2")):
         nl.add_address(pod, ifname, own[side])
         nl.add_neighbour(pod, ifname, gw_ip[side], gw_mac[side])
         nl.add_route(pod, f"{TG_NET[side]}.0/24", gw_ip[side], ifname)
-    for key, val in (("net/ipv4/ip_forward", "1"), ("net/ipv4/conf/all/rp_filter", "0"),
-                     ("net/ipv4/conf/default/rp_filter", "0"),
-                     ("net/ipv4/conf/all/send_redirects", "0")):
-        nl.set_sysctl(pod, key, val)
+    enable_forwarding(pod)
+
+
+def _pod_routes_to_tg(lab, pod: str) -> list[Stream]:
+    """Pod on the TG's L2 segments (198.18.1/24, 198.18.2/24): route, and send frames to it."""
+    _pod_router(lab, pod, gw_mac=_tg_macs(lab), gw_ip={0: "198.18.1.1", 1: "198.18.2.1"},
+                own={0: "198.18.1.2/24", 1: "198.18.2.2/24"})
+    return _streams(lab, {0: nl.mac(pod, "eth1"), 1: nl.mac(pod, "eth2")})
 
 
 def _streams(lab, dmac: dict[int, str]) -> list[Stream]:
@@ -91,10 +103,7 @@ def build_linux_bridge(lab) -> list[Stream]:
     nl.veth(pod, "eth2", wk, "vp1b", lab.mtu)
     nl.bridge(wk, "br1", ["nic0", "vp1a"], lab.mtu)
     nl.bridge(wk, "br2", ["nic1", "vp1b"], lab.mtu)
-    tg = _tg_macs(lab)
-    _pod_router(lab, pod, gw_mac=tg, gw_ip={0: "198.18.1.1", 1: "198.18.2.1"},
-                own={0: "198.18.1.2/24", 1: "198.18.2.2/24"})
-    return _streams(lab, {0: nl.mac(pod, "eth1"), 1: nl.mac(pod, "eth2")})
+    return _pod_routes_to_tg(lab, pod)
 
 
 def build_host_routing(lab) -> list[Stream]:
@@ -119,10 +128,7 @@ def build_host_routing(lab) -> list[Stream]:
     nl.add_route(wk, "0.0.0.0/0", "198.18.12.2", "vp1b", table=102)
     nl.add_rule_iif(wk, "nic0", 101, 1001)
     nl.add_rule_iif(wk, "nic1", 102, 1002)
-    for key, val in (("net/ipv4/ip_forward", "1"), ("net/ipv4/conf/all/rp_filter", "0"),
-                     ("net/ipv4/conf/default/rp_filter", "0"),
-                     ("net/ipv4/conf/all/send_redirects", "0")):
-        nl.set_sysctl(wk, key, val)
+    enable_forwarding(wk)
     _pod_router(lab, pod, gw_mac={0: nl.mac(wk, "vp1a"), 1: nl.mac(wk, "vp1b")},
                 gw_ip={0: "198.18.11.1", 1: "198.18.12.1"},
                 own={0: "198.18.11.2/30", 1: "198.18.12.2/30"})
@@ -135,10 +141,17 @@ def build_macvlan(lab) -> list[Stream]:
     wk, pod = lab.ns("wk"), lab.add_namespace("pod1")
     nl.macvlan_into(wk, "nic0", pod, "eth1", lab.mtu)
     nl.macvlan_into(wk, "nic1", pod, "eth2", lab.mtu)
-    tg = _tg_macs(lab)
-    _pod_router(lab, pod, gw_mac=tg, gw_ip={0: "198.18.1.1", 1: "198.18.2.1"},
-                own={0: "198.18.1.2/24", 1: "198.18.2.2/24"})
-    return _streams(lab, {0: nl.mac(pod, "eth1"), 1: nl.mac(pod, "eth2")})
+    return _pod_routes_to_tg(lab, pod)
+
+
+def build_smartnic_direct(lab) -> list[Stream]:
+    """Local analogue of SR-IOV VF passthrough (§4.1.4): the worker's NIC ports
+    nic0/nic1 are moved into the pod as eth1/eth2; no switch in the path."""
+    cable_tg_to_worker(lab)
+    wk, pod = lab.ns("wk"), lab.add_namespace("pod1")
+    nl.move_link(wk, "nic0", pod, "eth1")
+    nl.move_link(wk, "nic1", pod, "eth2")
+    return _pod_routes_to_tg(lab, pod)
 
 
 def build_direct_cable(lab) -> list[Stream]:
@@ -182,4 +195,5 @@ BUILDERS = {
     "linux-bridge": build_linux_bridge,
     "host-routing": build_host_routing,
     "macvlan": build_macvlan,
+    "smartnic-direct": build_smartnic_direct,
 }

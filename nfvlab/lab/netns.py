@@ -147,6 +147,18 @@ def add_route(ns_name: str, dst: str, gateway: str, ifname: str, table: Optional
 
 
 @_off_running_loop
+def add_multipath_route(ns_name: str, dst: str, hops: list[tuple[str, str]], table: int) -> None:
+    """ECMP route to ``dst`` over ``hops`` [(gateway, ifname)]; one hop is a plain route."""
+    with ipr_in(ns_name) as ipr:
+        if len(hops) == 1:
+            gw, ifname = hops[0]
+            ipr.route("add", dst=dst, gateway=gw, oif=link_index(ipr, ifname), table=table)
+            return
+        ipr.route("add", dst=dst, table=table,
+                  multipath=[{"gateway": gw, "oif": link_index(ipr, ifname)} for gw, ifname in hops])
+
+
+@_off_running_loop
 def add_rule_iif(ns_name: str, ifname: str, table: int, priority: int) -> None:
     with ipr_in(ns_name) as ipr:
         ipr.rule("add", iifname=ifname, table=table, priority=priority)
@@ -175,6 +187,17 @@ def macvlan_into(ns_parent: str, parent: str, ns_target: str, name: str, mtu: in
         idx = link_index(ipr, tmp)
         ipr.link("set", index=idx, ifname=name)
         ipr.link("set", index=idx, mtu=mtu, state="up")
+
+
+@_off_running_loop
+def move_link(ns_from: str, ifname: str, ns_to: str, new_name: str) -> None:
+    """Move ``ifname`` into ``ns_to`` as ``new_name``, keeping its MTU, and set it up."""
+    with ipr_in(ns_from) as ipr:
+        ipr.link("set", index=link_index(ipr, ifname), net_ns_fd=ns_to)
+    with ipr_in(ns_to) as ipr:
+        idx = link_index(ipr, ifname)
+        ipr.link("set", index=idx, ifname=new_name)
+        ipr.link("set", index=idx, state="up")
 
 
 @_off_running_loop

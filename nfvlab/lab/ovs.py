@@ -1,0 +1,127 @@
+"""A private OVS-DPDK instance of one lab (userspace datapath only).
+
+Database, sockets and logs live in ``<run dir>/ovs`` (removed at teardown);
+ovsdb-server and ovs-vswitchd-dpdk run as plain (not detached) processes the
+lab spawns and kills, inside the worker namespace. Every command line names
+the run dir, so a leaked process carries the lab id.
+
+The PMD threads run on ``core_plan.vswitch`` (``pmd-cpu-mask``); every other
+thread of ovs-vswitchd starts on the control CPU (``taskset``) and stays there.
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Sequence
+
+from nfvlab.lab import testpmd
+from nfvlab.lab.core import LabError
+
+VSWITCHD = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
+SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
+#: Executables this module runs -> Debian package.
+PACKAGES = {VSWITCHD: "openvswitch-switch-dpdk", "ovsdb-tool": "openvswitch-switch",
+            "ovsdb-server": "openvswitch-switch", "ovs-vsctl": "openvswitch-common",
+            "ovs-ofctl": "openvswitch-common", SCHEMA: "openvswitch-common",
+            "taskset": "util-linux"}
+#: DPDK memory of ovs-vswitchd, MB (one mempool of 1500 B MTU mbufs, rings, heap).
+MEMORY_MB = 512
+#: Longest sleep of an idle PMD thread, us (``pmd-maxsleep``). 0: never sleep.
+#: The PMD has its own CPU, so sleeping saves nothing we need and adds jitter.
+PMD_MAXSLEEP_US = 0
+BRIDGE = "br0"
+
+
+def require() -> None:
+    """LabError naming a missing OVS executable and the fix, before anything exists."""
+    testpmd.require_tools(*PACKAGES, packages=PACKAGES)
+
+
+def cpu_mask(cpus: Sequence[int]) -> str:
+    """Hex CPU mask of ``cpus`` (``pmd-cpu-mask``)."""
+    return hex(sum(1 << c for c in cpus))
+
+
+class Ovs:
+    """The lab's ovsdb-server + ovs-vswitchd-dpdk, and vsctl/ofctl on its private sockets."""
+
+    def __init__(self, lab, ns: str) -> None:
+        self.lab = lab
+        self.ns = ns
+        self.dir = lab.make_run_dir() / "ovs"
+        self.db_sock = self.dir / "db.sock"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """OVS_* dirs: nothing of this instance lands in the host's /var/run/openvswitch."""
+        return {"OVS_RUNDIR": str(self.dir), "OVS_DBDIR": str(self.dir), "OVS_LOGDIR": str(self.dir)}
+
+    def start(self, pmd_cpus: Sequence[int], control_cpus: Sequence[int]) -> None:
+        """Create the database, start both daemons, wait for DPDK to be initialized."""
+        self.dir.mkdir(exist_ok=True)
+        subprocess.run(["ovsdb-tool", "create", str(self.dir / "conf.db"), SCHEMA],
+                       check=True, capture_output=True)
+        server = self.lab.spawn("ovsdb-server", [
+            "ovsdb-server", str(self.dir / "conf.db"), f"--remote=punix:{self.db_sock}",
+            f"--unixctl={self.dir / 'ovsdb-server.ctl'}", "-vconsole:info", "-vsyslog:off"],
+            ns=self.ns, env=self.env)
+        self.lab.wait_until(self.db_sock.exists, "ovsdb-server", proc=server, log="ovsdb-server")
+        self.vsctl("--no-wait", "init")
+        self.vsctl("--no-wait", "set", "Open_vSwitch", ".", *self._dpdk_config(pmd_cpus))
+        control = ",".join(map(str, sorted(control_cpus)))
+        vswitchd = self.lab.spawn("ovs-vswitchd", [
+            "taskset", "-c", control, VSWITCHD, f"unix:{self.db_sock}",
+            f"--unixctl={self.dir / 'ovs-vswitchd.ctl'}", "-vconsole:info", "-vsyslog:off"],
+            ns=self.ns, env=self.env)
+        self.lab.wait_until(lambda: self.get("Open_vSwitch", ".", "dpdk_initialized") == "true",
+                            "ovs-vswitchd DPDK init", timeout_s=15, proc=vswitchd, log="ovs-vswitchd")
+        self.vsctl("add-br", BRIDGE, "--", "set", "bridge", BRIDGE, "datapath_type=netdev",
+                   "fail-mode=secure")  # secure: no NORMAL flow, only ours
+
+    def _dpdk_config(self, pmd_cpus: Sequence[int]) -> list[str]:
+        eal = testpmd.eal_memory_args(self.lab, "ovs", MEMORY_MB)
+        if not self.lab.resources.hugepages:
+            eal = ["--legacy-mem"] + eal  # OVS + --no-huge works only with legacy memory
+        eal = [a for a in eal if a != "--in-memory"]  # OVS adds it itself
+        return ["other_config:dpdk-init=true",
+                f'other_config:dpdk-extra="{" ".join(eal)}"',
+                *([f"other_config:dpdk-socket-mem={MEMORY_MB}"] if self.lab.resources.hugepages else []),
+                f"other_config:pmd-cpu-mask={cpu_mask(pmd_cpus)}",
+                f"other_config:pmd-maxsleep={PMD_MAXSLEEP_US}"]
+
+    def vsctl(self, *args: str) -> str:
+        """Run ovs-vsctl on this instance; LabError with its message on failure."""
+        return self._run(["ovs-vsctl", f"--db=unix:{self.db_sock}", "--timeout=10", *args])
+
+    def ofctl(self, *args: str) -> str:
+        """Run ovs-ofctl ``args[0]`` on the bridge's private management socket."""
+        return self._run(["ovs-ofctl", args[0], f"unix:{self.dir / (BRIDGE + '.mgmt')}", *args[1:]])
+
+    def _run(self, argv: list[str]) -> str:
+        out = subprocess.run(argv, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise LabError(f"{argv[0]} {' '.join(argv[2:])[:120]}: {out.stderr.strip()} "
+                           f"| {self.lab.log_tail('ovs-vswitchd', 3)}")
+        return out.stdout.strip()
+
+    def get(self, table: str, record: str, column: str) -> str:
+        return self.vsctl("--if-exists", "get", table, record, column).strip('"')
+
+    def add_port(self, name: str, ofport: int, kind: str, options: dict[str, str]) -> None:
+        """Add port ``name`` (type ``kind``) as OpenFlow port ``ofport``; fail if it has an error."""
+        opts = [f"options:{k}={v}" for k, v in options.items()]
+        self.vsctl("add-port", BRIDGE, name, "--", "set", "Interface", name, f"type={kind}",
+                   f"ofport_request={ofport}", *opts)
+        error = self.get("Interface", name, "error")
+        if error and error != "[]":
+            raise LabError(f"OVS port {name} ({kind}): {error}")
+
+    def cross_connect(self, pairs: Sequence[tuple[int, int]]) -> None:
+        """Port-to-port flows both ways for each (a, b) OpenFlow port pair (CSIT's xconnect)."""
+        for a, b in pairs:
+            self.ofctl("add-flow", f"in_port={a},actions=output:{b}")
+            self.ofctl("add-flow", f"in_port={b},actions=output:{a}")
+
+    def unixctl(self, *args: str) -> str:
+        """ovs-appctl on ovs-vswitchd (e.g. ``dpif-netdev/pmd-rxq-show``)."""
+        return self._run(["ovs-appctl", "-t", str(self.dir / "ovs-vswitchd.ctl"), *args])

@@ -1,0 +1,140 @@
+"""DPDK processes of a lab: EAL memory options and the pod forwarder (dpdk-testpmd).
+
+A pod's forwarder is a ``dpdk-testpmd`` in MAC mode between its port 0 and
+port 1 (the C-VNF of the user-space models): each frame leaves with the
+forwarding port's MAC as source and the next hop's MAC (``--eth-peer``) as
+destination. It runs non-interactively: without ``-i`` testpmd starts
+forwarding at once, and ``--stats-period`` keeps it in its statistics loop
+("Press Ctrl+C to exit") instead of reading stdin (/dev/null would end it).
+
+Memory (``lab.resources.hugepages``): without hugepages every DPDK process runs
+``--no-huge`` with ``-m`` MB of ordinary memory; with hugepages the lab reserves
+2 MB pages up front (:func:`reserve_hugepages`) and mounts a private hugetlbfs
+that each process uses through ``--huge-dir``. Every process has the file
+prefix ``nfvl-<lab id>-<role>`` and runs ``--in-memory`` (no runtime dir, no
+hugepage files left behind); the runtime-dir glob is still recorded, in case.
+"""
+from __future__ import annotations
+
+import glob
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from nfvlab.lab import state
+from nfvlab.lab.core import LabError
+
+TESTPMD = "dpdk-testpmd"
+#: Debian package of each DPDK driver a model may load (for error messages).
+PMD_PACKAGES = {
+    "net_af_packet": "librte-net-af-packet23", "net_af_xdp": "librte-net-af-xdp23",
+    "net_memif": "librte-net-memif23", "net_virtio_user": "librte-net-virtio23",
+    "net_vhost": "librte-net-vhost23",
+}
+#: RX/TX descriptors per queue and virtio ring size: big rings absorb the time
+#: slices a pod sharing the generator's CPU does not run (docs/core-plan.md).
+RING_SIZE = 4096
+#: Packet buffers of one testpmd (enough for its rings: 2 ports x 2 x 4096 + caches).
+MBUFS = 32768
+#: Memory of one testpmd, MB (mbufs ~75 MB, rings, virtio/memif state, heap).
+TESTPMD_MEMORY_MB = 256
+#: --stats-period, s: keeps testpmd running; each period logs a short stats block.
+STATS_PERIOD_S = 10
+#: What testpmd prints once it forwards (non-interactive, with --stats-period).
+READY_LINE = "Press Ctrl+C to exit"
+
+
+def require_tools(*tools: str, packages: dict[str, str]) -> None:
+    """LabError naming the first missing executable and the fix (before anything exists)."""
+    for tool in tools:
+        if not (Path(tool).exists() if tool.startswith("/") else shutil.which(tool)):
+            raise LabError(f"missing {tool} (Debian package {packages.get(tool, '?')}): run `./run setup`")
+
+
+def require_pmds(*drivers: str) -> None:
+    """LabError naming a DPDK driver (``net_memif``...) whose shared library is absent."""
+    for drv in drivers:
+        lib = "librte_net_virtio" if drv == "net_virtio_user" else f"librte_{drv}"
+        if not glob.glob(f"/usr/lib/*/dpdk/pmds-*/{lib}.so*"):
+            raise LabError(f"missing DPDK driver {drv} (Debian package {PMD_PACKAGES[drv]}): "
+                           "run `./run setup`")
+
+
+def file_prefix(lab, role: str) -> str:
+    """DPDK file prefix of ``role``: carries the lab id (leaks are detectable)."""
+    return f"{state.PREFIX}{lab.lab_id}-{role}"
+
+
+def reserve_hugepages(lab, memory_mb: Sequence[int]) -> None:
+    """With hugepages: reserve pages for DPDK processes of ``memory_mb`` each, mount hugetlbfs.
+
+    One reservation for the whole lab, before anything else exists, so a host
+    without enough memory fails with one line and nothing to clean.
+    """
+    if not lab.resources.hugepages:
+        return
+    lab.reserve_hugepages(sum(-(-mb // 2) for mb in memory_mb))
+    lab.make_run_dir()
+    lab.add_mount("hugetlbfs", lab.run_dir / "huge", "pagesize=2M")
+
+
+def eal_memory_args(lab, role: str, memory_mb: int) -> list[str]:
+    """EAL options for memory, file prefix and runtime dir of DPDK process ``role``."""
+    prefix = file_prefix(lab, role)
+    lab.add_path(f"/var/run/dpdk/{prefix}")  # --in-memory should create none
+    lab.add_path(f"/dev/hugepages/{prefix}*")
+    if lab.resources.hugepages:
+        mem = ["--huge-dir", str(lab.run_dir / "huge")]
+    else:
+        mem = ["--no-huge", "-m", str(memory_mb)]
+    return mem + ["--file-prefix", prefix, "--in-memory", "--single-file-segments"]
+
+
+def lcores_arg(cpus: Sequence[int], host_cpus: Sequence[int]) -> str:
+    """EAL ``--lcores``: main lcore 0 and forwarding lcore 1 on ``cpus`` (all CPUs if empty)."""
+    where = "(" + ",".join(map(str, sorted(cpus or host_cpus))) + ")"
+    return f"--lcores=0@{where},1@{where}"
+
+
+@dataclass(frozen=True)
+class PodPort:
+    """One port of a pod forwarder: its DPDK vdev and the MAC of the next hop."""
+
+    vdev: str
+    """``--vdev`` argument, e.g. ``net_virtio_user0,path=...,server=1``."""
+    peer_mac: str
+    """Destination MAC of frames this port sends (the next hop)."""
+
+
+def testpmd_argv(lab, role: str, ports: Sequence[PodPort], cpus: Sequence[int],
+                 queues: int = 1) -> list[str]:
+    """The testpmd command line of pod ``role``: MAC forwarding port 0 <-> port 1."""
+    argv = [TESTPMD, lcores_arg(cpus, lab.core_plan.host_cpus), "--no-pci",
+            *eal_memory_args(lab, role, TESTPMD_MEMORY_MB)]
+    argv += [f"--vdev={p.vdev}" for p in ports]
+    argv += ["--", "--forward-mode=mac", "--nb-cores=1", f"--rxq={queues}", f"--txq={queues}",
+             f"--rxd={RING_SIZE}", f"--txd={RING_SIZE}", f"--total-num-mbufs={MBUFS}",
+             f"--stats-period={STATS_PERIOD_S}", "--no-lsc-interrupt"]
+    argv += [f"--eth-peer={i},{p.peer_mac}" for i, p in enumerate(ports)]
+    return argv
+
+
+def with_bpffs(argv: Sequence[str]) -> list[str]:
+    """Wrap ``argv`` to mount bpffs first: ``ip netns exec`` hides /sys/fs/bpf (libxdp needs it)."""
+    return ["sh", "-c", 'mount -t bpf bpf /sys/fs/bpf && exec "$@"', "sh", *argv]
+
+
+def start_pod_forwarder(lab, role: str, ports: Sequence[PodPort], *, ns: str,
+                        cpus: Sequence[int], queues: int = 1, bpffs: bool = False) -> subprocess.Popen:
+    """Spawn pod ``role``'s testpmd in ``ns`` on ``cpus`` (not waiting for it: see wait_forwarding)."""
+    argv = testpmd_argv(lab, role, ports, cpus, queues)
+    return lab.spawn(role, with_bpffs(argv) if bpffs else argv, ns=ns, cpus=cpus)
+
+
+def wait_forwarding(lab, role: str, proc: subprocess.Popen, timeout_s: float = 10.0) -> None:
+    """Wait until pod ``role``'s testpmd forwards (LabError with its log tail otherwise)."""
+    log = lab.run_dir / f"{role}.log"
+    lab.wait_until(lambda: READY_LINE in log.read_text(errors="replace"),
+                   f"{role} testpmd", timeout_s=timeout_s, proc=proc, log=role)
