@@ -273,3 +273,17 @@ def load(path: Union[str, Path], model: type[BaseModel] = ExperimentParams,
     if overrides:
         data = _merge(data, overrides)
     return validate(model, data, str(path) + (" (with overrides)" if overrides else ""))
+
+
+def load_experiment(path: Union[str, Path], lab_profile: Optional[Union[str, Path]] = "params/lab.yaml",
+                    overrides: Optional[dict] = None) -> ExperimentParams:
+    """An experiment's params file with the lab profile merged into its ``lab:``.
+
+    ``overrides`` (papermill parameters) win over both; every error is one line
+    naming the file and key.
+    """
+    merged: dict = {}
+    if lab_profile is not None:
+        lab = load(lab_profile, LabParams)
+        merged = {"lab": lab.model_dump(exclude_unset=True)}
+    return load(path, ExperimentParams, overrides=_merge(merged, overrides or {}) or None)
