@@ -54,6 +54,16 @@ def _build_parser() -> argparse.ArgumentParser:
     up = lab.add_parser("up", help="build a lab and keep it until `nfvlab lab down`")
     up.add_argument("--model", required=True)
     up.add_argument("--json", action="store_true")
+
+    def resource_args(p):
+        p.add_argument("--pinning", default="plan", choices=["plan", "none", "shared", "exclusive"],
+                       help="CPU pinning of pods and noisy neighbour (draft §4.2; plan: docs/core-plan.md)")
+        p.add_argument("--noisy-load-pct", type=int, default=None,
+                       help="add a noisy-neighbour pod (stress-ng) at this CPU load, 1..100")
+        p.add_argument("--hugepages", action="store_true", help="DPDK processes use 2 MB hugepages")
+        p.add_argument("--numa", default="s1", help="NUMA scenario s1..s6 (s2.. need two NUMA nodes)")
+
+    resource_args(up)
     dn = lab.add_parser("down", help="tear down a lab built by `lab up`")
     dn.add_argument("lab_id", nargs="?")
     dn.add_argument("--all", action="store_true")
@@ -77,6 +87,7 @@ def _build_parser() -> argparse.ArgumentParser:
         p.add_argument("--port-speed", default="10GbE", help="nominal port speed (bounds rates)")
         p.add_argument("--records", type=Path, help="append raw records (JSON Lines) to this file")
         p.add_argument("--json", action="store_true")
+        resource_args(p)
 
     tr = sub.add_parser("trial", help="run one trial")
     traffic_args(tr, rate=True)
@@ -135,7 +146,8 @@ def cmd_lab(a) -> int:
                 print(f"{r['name']:<16} §{r['section']:<6} {r['title']:<48} {mark}")
         return 0
     if a.lab_cmd == "up":
-        lab = core.Lab(a.model, persistent=True)
+        _preflight(a)
+        lab = core.Lab(a.model, persistent=True, resources=_resources(a))
         with lab:
             info = {"lab_id": lab.lab_id, "model": a.model, "setup_s": round(lab.setup_s, 3),
                     "namespaces": lab.state.namespaces, **lab.state.info}
@@ -173,6 +185,23 @@ def cmd_lab(a) -> int:
 
 
 # -- trial / search -----------------------------------------------------------
+def _resources(a):
+    """The resource knobs of the command line (validated like a params file)."""
+    from nfvlab.lab.resources import Resources
+
+    knobs = P.validate(P.ResourceParams, {"pinning": [a.pinning], "numa": [a.numa],
+                                          "noisy_load_pct": a.noisy_load_pct,
+                                          "hugepages": a.hugepages}, "arguments")
+    return Resources(pinning=a.pinning, numa=a.numa, noisy_load_pct=knobs.noisy_load_pct,
+                     hugepages=a.hugepages)
+
+
+def _preflight(a):
+    from nfvlab.lab import core
+
+    return core.preflight(a.model or DEFAULT_MODEL, _resources(a))
+
+
 def _check_common(a, rates=()):
     from nfvlab import measure
     from nfvlab.lab import core
@@ -195,7 +224,7 @@ def _check_common(a, rates=()):
         streams = measure.external_streams(a.port, a.dmac)  # ports exist, MACs valid
         mtu = min(measure.port_mtu(s.tx) for s in streams)
     else:
-        core.preflight(a.model or DEFAULT_MODEL)
+        _preflight(a)
     measure.check_inputs(a.frame_size, port_speed=a.port_speed, mtu=mtu, rates_pps=tuple(rates),
                          duration_s=getattr(a, "duration_s", None))
     from nfvlab.traffic.build import gen_binary
@@ -220,7 +249,8 @@ def cmd_trial(a) -> int:
     params = {"model": a.model or ("external" if a.port else DEFAULT_MODEL), "ports": a.port,
               "frame_size": a.frame_size, "rate_pps": a.rate_pps, "duration_s": a.duration_s,
               **traffic.model_dump()}
-    with _writer(a, "trial", params) as rec, measure.open_streams(a.model, a.port, a.dmac) as (lab, streams):
+    with _writer(a, "trial", params) as rec, measure.open_streams(a.model, a.port, a.dmac,
+                                                                    resources=_resources(a)) as (lab, streams):
         gen = measure.generator(streams, traffic, lab)
         result = run_trial(gen, a.rate_pps, a.duration_s, a.frame_size, bidirectional=traffic.bidirectional,
                            extra={"model": params["model"]})
@@ -266,7 +296,8 @@ def cmd_search(a) -> int:
               "search": sp.model_dump(), "traffic": traffic.model_dump(), "max_rate_pps": max_rate}
     trials = []
 
-    with _writer(a, "search", params) as rec, measure.open_streams(a.model, a.port, a.dmac) as (lab, streams):
+    with _writer(a, "search", params) as rec, measure.open_streams(a.model, a.port, a.dmac,
+                                                                    resources=_resources(a)) as (lab, streams):
         def on_trial(t):
             trials.append(t)
             if rec is not None:

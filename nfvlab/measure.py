@@ -18,6 +18,7 @@ from nfvlab.lab import netns as nl
 from nfvlab.lab.catalogue import DEFAULT_MODEL
 from nfvlab.lab.core import LAB_MTU, Lab
 from nfvlab.lab.kernel import TG_NET, Port, Stream
+from nfvlab.lab.resources import Resources
 from nfvlab.linerate import FrameSize
 from nfvlab.params import SearchParams, TrafficParams
 from nfvlab.search import loss_sweep, mlrsearch, mrr, ndr_pdr_bisect, rfc2544_search
@@ -92,12 +93,13 @@ def check_inputs(frame_size: FrameSize, *, port_speed: str, mtu: int,
 
 @contextmanager
 def open_streams(model: Optional[str] = None, ports: Optional[list[str]] = None,
-                 dmacs: Optional[list[str]] = None, mtu: int = LAB_MTU) -> Iterator[tuple[Optional[Lab], list[Stream]]]:
+                 dmacs: Optional[list[str]] = None, mtu: int = LAB_MTU,
+                 resources: Resources = Resources()) -> Iterator[tuple[Optional[Lab], list[Stream]]]:
     """Yield ``(lab, streams)``: a fresh embedded lab of ``model``, or external ``ports``."""
     if ports:
         yield None, external_streams(ports, dmacs)
         return
-    with Lab(model or DEFAULT_MODEL, mtu=mtu) as lab:
+    with Lab(model or DEFAULT_MODEL, mtu=mtu, resources=resources) as lab:
         yield lab, lab.streams
 
 

@@ -56,7 +56,7 @@ def preflight(model_name: str, resources: Optional[Resources] = None) -> catalog
         try:
             catalogue.core_plan(model, resources)
         except NotRealizable as err:
-            raise LabError(f"model {model_name} with {resources}: {err}") from None
+            raise LabError(f"model {model_name} ({resources}): {err}") from None
         if resources.noisy_load_pct is not None and not _which("stress-ng"):
             raise LabError("the noisy neighbour needs stress-ng: run `./run setup` "
                            "(Debian package stress-ng)")

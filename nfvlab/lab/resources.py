@@ -69,6 +69,11 @@ class Resources:
     pcdr4nf: str = "1:1"
     """Physical cores : NF dataplane thread sets, e.g. ``1:2`` (two pods per core)."""
 
+    def __str__(self) -> str:
+        """The knobs that differ from the defaults, e.g. ``pinning=shared, noisy_load_pct=50``."""
+        diff = [f"{k}={v}" for k, v in self.labels().items() if v != getattr(Resources, k)]
+        return ", ".join(diff) or "default resources"
+
     def labels(self) -> dict:
         """The knobs as record labels."""
         return {"pinning": self.pinning, "noisy_load_pct": self.noisy_load_pct,

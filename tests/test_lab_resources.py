@@ -1,0 +1,80 @@
+"""Lab resources on the real host: cpusets, noisy neighbour, hugepages — all given back."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import NO_RESIDUE, REPO, lab_residue
+from nfvlab.lab import state
+from nfvlab.lab.core import Lab
+from nfvlab.lab.resources import Resources
+
+pytestmark = pytest.mark.lab
+
+
+def _allowed_cpus(pid: int) -> str:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split(":")[1].strip()
+    raise AssertionError("no Cpus_allowed_list")
+
+
+def _live_group_members(pgid: int) -> list[str]:
+    """Processes of group ``pgid`` that are not zombies (a zombie has exited; only
+    its new parent, init, has yet to reap it)."""
+    out = subprocess.run(["ps", "-o", "pid=,stat=", "-g", str(pgid)], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if not line.split()[1].startswith("Z")]
+
+
+def test_spawned_process_is_confined_to_its_cpuset_and_both_go_away(clean_host):
+    with Lab("linux-bridge") as lab:
+        proc = lab.spawn("sleeper", ["sleep", "60"], ns=lab.ns("pod1"), cpus=[1])
+        time.sleep(0.2)
+        assert _allowed_cpus(proc.pid) == "1"
+        cg = Path(lab.state.cgroups[0])
+        assert str(proc.pid) in (cg / "tasks").read_text().split()
+    proc.wait(timeout=5)
+    assert not cg.exists()
+    assert lab_residue() == NO_RESIDUE
+
+
+def test_noisy_neighbour_runs_stress_ng_in_its_own_pod(clean_host):
+    with Lab("linux-bridge", resources=Resources(noisy_load_pct=30)) as lab:
+        assert any(ns.endswith("-noisy") for ns in lab.state.namespaces)
+        rec = lab.state.processes[-1]
+        assert "stress-ng" in rec.cmd
+        time.sleep(0.5)
+        # the group has workers (stress-ng forks), all in the noisy namespace
+        out = subprocess.run(["pgrep", "-g", str(rec.pid)], capture_output=True, text=True).stdout.split()
+        assert len(out) >= 2
+    assert _live_group_members(rec.pid) == []
+    assert lab_residue() == NO_RESIDUE
+
+
+def test_hugepages_reserved_by_a_lab_are_given_back(clean_host):
+    before = int(state.HUGEPAGES_2M.read_text())
+    with Lab("linux-bridge") as lab:
+        lab.reserve_hugepages(before + 8)  # more than exist: the lab must add some
+        assert int(state.HUGEPAGES_2M.read_text()) >= before + 8
+        assert lab.state.hugepages_2m >= 8
+    assert int(state.HUGEPAGES_2M.read_text()) == before
+
+
+def test_kill_9_with_a_noisy_neighbour_is_recoverable(clean_host):
+    code = ("import time\nfrom nfvlab.lab.core import Lab\nfrom nfvlab.lab.resources import Resources\n"
+            "with Lab('macvlan', resources=Resources(noisy_load_pct=20)) as lab:\n"
+            "    print('up', flush=True)\n    time.sleep(60)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    assert p.stdout.readline().strip() == "up"
+    pgid = state.all_states()[0].processes[-1].pid
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    assert lab_residue()["namespaces"]  # the lab is still there ...
+    with state.HostLock("test"):
+        removed = state.clean()
+    assert removed and lab_residue() == NO_RESIDUE  # ... until clean removes it all
+    assert _live_group_members(pgid) == []
