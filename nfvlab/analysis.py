@@ -1,22 +1,33 @@
 """Raw records -> the experiments' tables, claims and figures (deterministic).
 
-Each ``table_*`` function returns a tidy DataFrame; :func:`write_experiment_a`
-writes what the DVC analysis stage publishes. Models this host cannot realize
-appear as rows whose ``status`` says why, with no value.
+:func:`tables` returns the tidy DataFrames of experiment ``a``..``d``;
+:func:`write_experiment` writes what the DVC analysis stages publish
+(``data/tables/experiment_<x>_<name>.csv`` for every name of
+:data:`TABLE_NAMES`, ``figures/experiments/experiment_<x>_*.png``,
+``metrics/experiment_<x>.json``). Configurations this host cannot realize
+appear as rows whose ``status`` says why, with no value; a claim needing one is
+"not testable on this host", never guessed. Local values describe this host
+only; published values (the draft's 40 GbE testbed, the density note's
+testbeds) stand beside them for comparison of *shape*, not of magnitude.
 """
 from __future__ import annotations
 
+import itertools
 import json
+import os
 from pathlib import Path
-from typing import Union
+from typing import Callable, Iterable, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
 
-from nfvlab import linerate, reference, results, stats
+from nfvlab import density, linerate, reference, results, stats
 from nfvlab.lab import catalogue
+from nfvlab.plots.bars import grouped_bars
+from nfvlab.plots.heatmap import matrix_heatmap
 from nfvlab.plots.output import figure_style, new_figure, save_png
 from nfvlab.plots.throughput import throughput_vs_frame_size
+from nfvlab.records import read_records
 
 PathLike = Union[str, Path]
 
@@ -107,42 +118,506 @@ def claims_a(searches: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
 
 
 def figure_a(table: pd.DataFrame, path: PathLike, dpi: int = 110) -> Path:
-    """Measured zero-loss throughput vs frame size per realizable model (per direction)."""
-    data = table[table["status"] == "measured"].copy()
-    data["mean_kpps"] = data["mean_pps"] / 1e3
+    """Measured zero-loss throughput vs frame size per realizable model (per direction), 95 % CI bars."""
+    return throughput_figure(table, "Experiment A (measured on this host, embedded lab):\n"
+                                    "zero-loss throughput per direction, mean of repetitions, 95 % CI",
+                             Path(path), dpi)
+
+
+def throughput_figure(table: pd.DataFrame, title: str, path: Path, dpi: int = 110) -> Path:
+    """NDR (kpps per direction) vs frame size, one line per model, CI error bars, of a table's measured rows."""
+    data = table[table["status"] == "measured"]
     with figure_style(dpi):
         fig = new_figure((7.0, 4.4))
         ax = fig.subplots()
         if data.empty:
             ax.text(0.5, 0.5, "no model realizable on this host", ha="center", va="center")
         else:
-            throughput_vs_frame_size(
-                data, y="mean_kpps", hue="model", ax=ax, x_scale="log2",
-                title="Experiment A (measured on this host, embedded lab):\n"
-                      "zero-loss throughput per direction, mean of repetitions",
-                ylabel="NDR [kpps per direction]")
+            throughput_vs_frame_size(_kpps(data), y="mean_kpps", hue="model", ax=ax, x_scale="log2",
+                                     ci_low="ci_low_kpps", ci_high="ci_high_kpps", title=title,
+                                     ylabel="NDR [kpps per direction]")
         return save_png(fig, Path(path))
 
 
 def write_experiment_a(records: PathLike, params_models: list[str], out_tables: PathLike,
                        out_figures: PathLike, metrics: PathLike) -> list[Path]:
     """Write table, claims, reference-beside table, figure and metrics of experiment A."""
+    return write_experiment("a", records, params_models, out_tables, out_figures, metrics)
+
+
+# ---------------------------------------------------------------------------
+# experiments B, C, D: configuration tables with the published values beside
+# ---------------------------------------------------------------------------
+#: Tables of each experiment, in report order: ``experiment_<x>_<name>.csv``.
+TABLE_NAMES = {
+    "a": ("throughput", "claims", "published"),
+    "b": ("pinning_numa", "claims"),
+    "c": ("combination", "numa", "claims"),
+    "d": ("mrr",),
+}
+#: Search goal each experiment measures.
+GOALS = {"a": "ndr", "b": "ndr", "c": "ndr", "d": "mrr"}
+#: Frame sizes a table shows when the records have no search at all (every
+#: configuration not realizable): the experiment's published sizes.
+DEFAULT_FRAME_SIZES = {"b": (1518,), "c": (64, 128, 256, 512, 1024, 1280, 1518), "d": (64, "IMIX")}
+#: The draft's Figure 16 models and the local model standing in for each.
+DRAFT_C_ANALOGUES = {"userspace-vpp": "chain-userspace", "combined-sriov-vpp": "chain-combined"}
+#: NUMA scenarios of the draft's claims (Figures 13 and 17) and the frame size they use.
+NUMA_FRAME_SIZE = 1518
+#: Published density matrices shown beside experiment D (the ratio the local lab uses).
+DENSITY_PCDR4SW = "(1:1)"
+#: Columns of :func:`config_table` after the configuration columns.
+STAT_COLUMNS = ["status", "n", "mean_pps", "ci_low_pps", "ci_high_pps", "cv", "gbps_l1", "generator_limited"]
+CLAIM_COLUMNS = ["claim", "condition", "holds", "detail"]
+_PUBLISHED_NOTE = "40 GbE testbed of the draft, not this host"
+
+
+def _key(value):
+    """Level normalized for lookups: missing -> None, integral floats -> int."""
+    if value is None:
+        return None
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating)) and float(value).is_integer()):
+        return int(value)
+    return value
+
+
+def _levels(*columns: Iterable, order: Sequence = (), default: Sequence = ()) -> list:
+    """Distinct non-missing levels of ``columns``: ``order``'s first, the rest sorted."""
+    seen = {_key(v) for col in columns for v in col} - {None}
+    first = [v for v in order if v in seen]
+    rest = sorted(seen - set(first), key=stats.level_sort_key)
+    return (first + rest) or list(default)
+
+
+def _status(notes: pd.DataFrame, config: dict) -> str:
+    """Why ``config`` has no value: the matching note's reason, else "not measured"."""
+    for _, n in notes.iterrows():
+        if all(_key(n[c]) == _key(v) or (c == "frame_size" and _key(n[c]) is None) for c, v in config.items()):
+            prefix = "not realizable" if n["kind"] == "not-realizable" else "search failed"
+            return f"{prefix}: {n['reason']}"
+    return "not measured"
+
+
+def config_table(searches: pd.DataFrame, notes: pd.DataFrame, grid: dict[str, Sequence],
+                 goal: str) -> pd.DataFrame:
+    """Statistics over repetitions for every configuration of ``grid``.
+
+    Parameters
+    ----------
+    searches : pandas.DataFrame
+        :func:`nfvlab.results.searches_frame` rows (filter them first, e.g. to a NUMA scenario).
+    notes : pandas.DataFrame
+        :func:`nfvlab.results.not_realizable_frame` rows, for the reasons.
+    grid : dict
+        Column -> levels; one row per combination, in this order.
+    goal : str
+        Search goal (``ndr`` / ``mrr``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The grid columns, then ``status`` (``measured``, ``not realizable: <why>``,
+        ``search failed: <why>`` or ``not measured``), ``n``, ``mean_pps`` /
+        ``ci_low_pps`` / ``ci_high_pps`` (per direction, 95 % t-interval of the
+        mean, :func:`nfvlab.stats.summarize`), ``cv``, ``gbps_l1`` (mean at L1,
+        per direction; NaN without a ``frame_size`` column), ``generator_limited``.
+    """
+    by = list(grid)
+    s = searches[searches["goal"] == goal]
+    summ = stats.summarize(s, by, "throughput_pps") if len(s) else pd.DataFrame(columns=[*by, "n"])
+    found = {tuple(_key(r[c]) for c in by): r for _, r in summ.iterrows()}
+    lim = {tuple(_key(v) for v in (k if isinstance(k, tuple) else (k,))): bool(g.fillna(False).any())
+           for k, g in s.groupby(by, dropna=False)["generator_limited"]} if len(s) else {}
+    rows = []
+    for combo in itertools.product(*grid.values()):
+        config, key = dict(zip(by, combo)), tuple(_key(v) for v in combo)
+        h = found.get(key)
+        if h is None or not h["n"] > 0:
+            rows.append({**config, "status": _status(notes, config), "n": 0})
+            continue
+        fs = config.get("frame_size")
+        rows.append({**config, "status": "measured", "n": int(h["n"]), "mean_pps": h["mean"],
+                     "ci_low_pps": h["ci_low"], "ci_high_pps": h["ci_high"], "cv": h["cv"],
+                     "gbps_l1": linerate.pps_to_gbps(h["mean"], fs, 1) if fs is not None else np.nan,
+                     "generator_limited": lim.get(key, False)})
+    return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS])
+
+
+def _beside(table: pd.DataFrame, published: pd.DataFrame, on: dict[str, str], value: str,
+            name: str) -> pd.DataFrame:
+    """``table`` with ``published[value]`` as column ``name``, matched on ``on`` (table -> published column)."""
+    lookup = {tuple(_key(r[c]) for c in on.values()): r[value] for _, r in published.iterrows()}
+    out = table.copy()
+    out[name] = [lookup.get(tuple(_key(r[c]) for c in on), np.nan) for _, r in table.iterrows()]
+    return out
+
+
+def _chains_text(chains: Sequence[Sequence]) -> str:
+    return "; ".join(" > ".join(map(str, c)) for c in chains)
+
+
+def _verdict(searches: pd.DataFrame, by: str, chains: Sequence[Sequence]) -> dict:
+    """Every chain (levels in expected decreasing order) holds with significant adjacent pairs.
+
+    One :func:`nfvlab.stats.compare` over the claim's adjacent pairs (Holm over
+    them), then :func:`nfvlab.stats.claim_order` per chain.
+    """
+    pairs = list(dict.fromkeys((hi, lo) for c in chains for hi, lo in zip(c, c[1:])))
+    levels = list(dict.fromkeys(v for c in chains for v in c))
+    sub = searches[searches[by].isin(levels)]
+    summ = stats.summarize(sub, by, "throughput_pps")
+    comp = stats.compare(sub, by, "throughput_pps", groups=pairs)
+    verdicts = [stats.claim_order(summ, by, list(c), compare_df=comp) for c in chains]
+    holds = None if any(v["holds"] is None for v in verdicts) else all(v["holds"] for v in verdicts)
+    detail = "; ".join(v["detail"] if len(chains) == 1 else f"{' > '.join(map(str, c))}: {v['detail']}"
+                       for c, v in zip(chains, verdicts))
+    return {"holds": holds, "detail": detail}
+
+
+def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches: pd.DataFrame, by: str,
+               status: dict) -> list[dict]:
+    """Rows of the claims table for one claim under one condition.
+
+    Parameters
+    ----------
+    claim : str
+        The draft's claim, as shown.
+    condition : str
+        The fixed factors, e.g. ``"numa=s1, 1518 B"``.
+    chains : list of level lists
+        Orders the claim asserts, each from the expected largest to the smallest
+        (``[["exclusive", "shared", "none"]]``; ``[["s1", "s2"], ["s1", "s4"]]``).
+    searches : pandas.DataFrame
+        Search rows under ``condition`` (goal already chosen).
+    by : str
+        The factor column the levels belong to.
+    status : dict
+        Level -> ``status`` of the table (``measured`` or why not).
+
+    Returns
+    -------
+    list of dict
+        :data:`CLAIM_COLUMNS` rows. When a level is not measured: one row with
+        ``holds`` None ("not testable on this host (<level>: <why>; ...)") and,
+        if at least two levels of a chain were measured, one row for the
+        testable part of the claim (the chains restricted to measured levels),
+        judged like a full claim.
+    """
+    levels = list(dict.fromkeys(v for c in chains for v in c))
+    missing = [v for v in levels if status.get(v) != "measured"]
+    rows = []
+    if missing:
+        why = "; ".join(f"{v}: {status.get(v, 'not in the experiment')}" for v in missing)
+        rows.append({"claim": claim, "condition": condition, "holds": None,
+                     "detail": f"not testable on this host ({why})"})
+        chains = list(dict.fromkeys(tuple(v for v in c if v not in missing) for c in chains))
+        chains = [c for c in chains if len(c) >= 2]
+        if not chains:
+            return rows
+        claim = f"{claim} -- testable part: {_chains_text(chains)}"
+    rows.append({"claim": claim, "condition": condition, **_verdict(searches, by, chains)})
+    return rows
+
+
+def _select(df: pd.DataFrame, **conditions) -> pd.DataFrame:
+    """Rows whose columns equal ``conditions`` (normalized; a list value: any of them)."""
+    mask = np.ones(len(df), dtype=bool)
+    for col, want in conditions.items():
+        want = {_key(w) for w in want} if isinstance(want, (list, tuple, set)) else {_key(want)}
+        mask &= np.array([_key(v) in want for v in df[col]], dtype=bool)
+    return df[mask]
+
+
+def _inputs(records: PathLike, letter: str, models: Optional[list[str]]):
+    """Search rows of the experiment's goal and models, notes, and the models."""
+    s = results.searches_frame(records)
+    notes = results.not_realizable_frame(records)
+    if models is None:
+        models = _levels(s["model"], notes["model"])
+    return (_select(s, goal=GOALS[letter], model=list(models)), _select(notes, model=list(models)),
+            list(models))
+
+
+def _status_of(table: pd.DataFrame, by: str, **conditions) -> dict:
+    sub = _select(table, **conditions)
+    return {_key(k): v for k, v in zip(sub[by], sub["status"])}
+
+
+def tables_b(records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
+    """Experiment B (Appendix B, Figure 13): CPU pinning x NUMA scenario under a noisy neighbour.
+
+    Returns
+    -------
+    dict
+        ``pinning_numa``: :func:`config_table` over model x pinning x numa x
+        frame size (ndr) plus ``draft11_fig13_gbps`` (published, Gbit/s on the
+        draft's 40 GbE testbed -- not this host). ``claims``: B.2 per NUMA
+        scenario ("exclusive > shared > none") and per pinning mode ("s1 best;
+        s2 and s4 degrade": s1 above each of s2, s3, s4), :data:`CLAIM_COLUMNS`.
+    """
+    s, notes, models = _inputs(records, "b", models)
+    grid = {"model": models,
+            "pinning": _levels(s["pinning"], notes["pinning"], order=reference.PINNING_ORDER),
+            "numa": _levels(s["numa"], notes["numa"]),
+            "frame_size": _levels(s["frame_size"], default=DEFAULT_FRAME_SIZES["b"])}
+    pub = reference.pinning_numa()
+    table = _beside(config_table(s, notes, grid, "ndr"), pub,
+                    {"pinning": "pinning", "numa": "scenario", "frame_size": "frame_size"},
+                    "throughput_gbps", "draft11_fig13_gbps")
+    rows = []
+    for m, fs in itertools.product(models, grid["frame_size"]):
+        for numa in grid["numa"]:
+            rows += claim_rows("B.2: exclusive > shared > none (CPU pinning mitigates the noisy neighbour)",
+                               f"{m}, numa={numa}, {fs} B", [["exclusive", "shared", "none"]],
+                               _select(s, model=m, numa=numa, frame_size=fs), "pinning",
+                               _status_of(table, "pinning", model=m, numa=numa, frame_size=fs))
+        for pin in grid["pinning"]:
+            rows += claim_rows("B.2: s1 best; s2 and s4 degrade (vSwitch and pod on different NUMA nodes)",
+                               f"{m}, pinning={pin}, {fs} B", [["s1", "s2"], ["s1", "s3"], ["s1", "s4"]],
+                               _select(s, model=m, pinning=pin, frame_size=fs), "numa",
+                               _status_of(table, "numa", model=m, pinning=pin, frame_size=fs))
+    return {"pinning_numa": table, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)}
+
+
+def tables_c(records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
+    """Experiment C (Appendix C, Figures 16 and 17): model combination and multi-pod NUMA.
+
+    Returns
+    -------
+    dict
+        ``combination``: model x frame size at NUMA scenario s1 (ndr) with
+        ``draft_model`` and ``draft11_fig16_gbps`` beside; ``numa``: model x NUMA
+        scenario at 1518 B with ``draft11_fig17_gbps`` beside (published, Gbit/s,
+        the draft's 40 GbE testbed -- not this host); ``claims``: C.2 "combined >
+        user-space only" per frame size and "s1 best; splitting pods across NUMA
+        nodes (s2, s3, s5, s6) degrades" (s1 above each of s2..s6) per model.
+    """
+    s, notes, models = _inputs(records, "c", models)
+    sizes = _levels(s["frame_size"], default=DEFAULT_FRAME_SIZES["c"])
+    s1, s1_notes = _select(s, numa=["s1", None]), _select(notes, numa=["s1", None])
+    draft = {v: k for k, v in DRAFT_C_ANALOGUES.items()}
+    comb = config_table(s1, s1_notes, {"model": models, "frame_size": sizes}, "ndr")
+    comb.insert(1, "draft_model", comb["model"].map(draft))
+    comb = _beside(comb, reference.combination_throughput(), {"draft_model": "model", "frame_size": "frame_size"},
+                   "throughput_gbps", "draft11_fig16_gbps")
+    numa = config_table(_select(s, frame_size=NUMA_FRAME_SIZE), notes,
+                        {"model": models, "numa": _levels(s["numa"], notes["numa"]),
+                         "frame_size": [NUMA_FRAME_SIZE]}, "ndr")
+    numa = _beside(numa, reference.multipod_numa(), {"numa": "scenario", "frame_size": "frame_size"},
+                   "throughput_gbps", "draft11_fig17_gbps")
+    order = [DRAFT_C_ANALOGUES["combined-sriov-vpp"], DRAFT_C_ANALOGUES["userspace-vpp"]]
+    rows = []
+    for fs in sizes:
+        rows += claim_rows(f"C.2: combined > user-space only ({order[0]} > {order[1]})", f"numa=s1, {fs} B",
+                           [order], _select(s1, frame_size=fs), "model",
+                           _status_of(comb, "model", frame_size=fs))
+    for m in models:
+        rows += claim_rows("C.2: s1 best; splitting pods across NUMA nodes (s2, s3, s5, s6) degrades",
+                           f"{m}, {NUMA_FRAME_SIZE} B", [["s1", f"s{i}"] for i in range(2, 7)],
+                           _select(s, model=m, frame_size=NUMA_FRAME_SIZE), "numa",
+                           _status_of(numa, "numa", model=m))
+    return {"combination": comb, "numa": numa, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)}
+
+
+def host_cpus(records: PathLike) -> int:
+    """CPUs of the host that wrote the records (provenance of the last run), else of this host."""
+    prov = [r.get("provenance") or {} for r in read_records(records) if r["type"] == "run"]
+    for key in ("cpu_affinity_count", "cpu_count"):
+        if prov and prov[-1].get(key):
+            return int(prov[-1][key])
+    return int(os.cpu_count() or 1)
+
+
+def tables_d(records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
+    """Experiment D (seed 001): MRR service-density matrix, published cells and core usage beside.
+
+    Returns
+    -------
+    dict
+        ``mrr``: :func:`config_table` over model x topology x frame size x
+        instances x nfs (goal mrr; ``mean_pps`` is the receive rate per
+        direction), then per published testbed ``published_mrr_mpps_<testbed_id>``
+        / ``published_raw_<testbed_id>`` (density note, pcdr4sw (1:1); ``---`` =
+        out of cores there, ``???`` = not measured), ``total_nfs``,
+        ``seed_nf_cores`` (the note's core-usage view, :func:`nfvlab.density.core_usage_view`),
+        ``seed_total_cores`` (with the switch, :func:`nfvlab.density.core_plan`),
+        ``userspace_dataplane_cores`` (one core per dataplane thread set at
+        pcdr4nf = pcdr4sw = (1:1): each NF plus the switch), ``host_cpus`` and
+        ``userspace_fits_host`` (``userspace_dataplane_cores <= host_cpus``).
+    """
+    s, notes, models = _inputs(records, "d", models)
+    grid = {"model": models, "topology": _levels(s["topology"], notes["topology"]),
+            "frame_size": _levels(s["frame_size"], default=DEFAULT_FRAME_SIZES["d"]),
+            "instances": _levels(s["instances"], notes["instances"]),
+            "nfs": _levels(s["nfs"], notes["nfs"])}
+    table = config_table(s, notes, grid, "mrr")
+    pub = reference.density_mrr()
+    pub = pub[pub["pcdr4sw"] == DENSITY_PCDR4SW].assign(topology=lambda d: d["topology"].str.lower())
+    on = {"topology": "topology", "frame_size": "frame_size", "instances": "instances", "nfs": "nfs_per_instance"}
+    for tb, g in pub.groupby("testbed_id", sort=True):
+        table = _beside(table, g, on, "mrr_mpps", f"published_mrr_mpps_{tb}")
+        table = _beside(table, g, on, "raw", f"published_raw_{tb}")
+    cpus = host_cpus(records)
+    table["total_nfs"] = table["instances"] * table["nfs"]
+    table["seed_nf_cores"] = [density.core_usage_view(i, n) for i, n in zip(table["instances"], table["nfs"])]
+    table["seed_total_cores"] = [density.core_plan(i, n).total_cores for i, n in zip(table["instances"], table["nfs"])]
+    table["userspace_dataplane_cores"] = [  # pcdr4nf per NF dataplane + pcdr4sw for the switch's
+        int(np.ceil(density.physical_cores("(1:1)", "(1:2)", t, 0)
+                    + density.physical_cores(DENSITY_PCDR4SW, "(1:1)", 1, 0))) for t in table["total_nfs"]]
+    table["host_cpus"] = cpus
+    table["userspace_fits_host"] = table["userspace_dataplane_cores"] <= cpus
+    return {"mrr": table}
+
+
+# ---------------------------------------------------------------------------
+# figures, metrics, the generic writer
+# ---------------------------------------------------------------------------
+_HOST_ONLY = "measured on this host only, not the draft's testbed"
+
+
+def _kpps(table: pd.DataFrame) -> pd.DataFrame:
+    out = table.copy()
+    for c in ("mean", "ci_low", "ci_high"):
+        out[f"{c}_kpps"] = out[f"{c}_pps"] / 1e3
+    return out
+
+
+def _bar_figure(table: pd.DataFrame, x: str, hue: str, title: str, path: Path, dpi: int) -> Path:
+    with figure_style(dpi):
+        fig = new_figure((7.0, 4.4))
+        grouped_bars(_kpps(table), x=x, y="mean_kpps", hue=hue, ci_low="ci_low_kpps", ci_high="ci_high_kpps",
+                     missing="status", ax=fig.subplots(), title=title, ylabel="NDR [kpps per direction]")
+        return save_png(fig, path)
+
+
+def _file_part(value) -> str:
+    return str(value).replace("/", "-").replace(" ", "")
+
+
+def figures_b(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[Path]:
+    """``experiment_b_pinning_numa[_<model>].png``: bars per NUMA scenario, one per pinning mode, 95 % CI."""
+    t = tabs["pinning_numa"]
+    models = list(dict.fromkeys(t["model"]))
+    return [_bar_figure(t[t["model"] == m], "numa", "pinning",
+                        f"Experiment B ({m}, noisy neighbour): zero-loss throughput,\nmean and 95 % CI; {_HOST_ONLY}",
+                        out / f"experiment_b_pinning_numa{'' if len(models) == 1 else '_' + _file_part(m)}.png", dpi)
+            for m in models]
+
+
+def figures_c(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[Path]:
+    """``experiment_c_combination.png`` (NDR vs frame size per model, 95 % CI) and ``experiment_c_numa.png``."""
+    first = throughput_figure(tabs["combination"], "Experiment C, NUMA s1: zero-loss throughput, mean and "
+                              f"95 % CI\n{_HOST_ONLY}", out / "experiment_c_combination.png", dpi)
+    return [first, _bar_figure(tabs["numa"], "numa", "model",
+                               f"Experiment C, {NUMA_FRAME_SIZE} B: zero-loss throughput per NUMA scenario,\n"
+                               f"mean and 95 % CI; {_HOST_ONLY}", out / "experiment_c_numa.png", dpi)]
+
+
+def figures_d(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[Path]:
+    """``experiment_d_mrr_<topology>_<frame size>.png`` (model prefix if several): MRR heatmaps in kpps."""
+    t = tabs["mrr"].assign(mean_kpps=lambda d: d["mean_pps"] / 1e3)
+    t["cell"] = [f"{v:.1f}\n[{lo / 1e3:.1f}, {hi / 1e3:.1f}]" if r == "measured" and pd.notna(lo) else
+                 (f"{v:.1f}" if r == "measured" else r.split(":")[0])
+                 for v, lo, hi, r in zip(t["mean_kpps"], t["ci_low_pps"], t["ci_high_pps"], t["status"])]
+    several = t["model"].nunique() > 1
+    paths = []
+    for (m, topo, fs), g in t.groupby(["model", "topology", "frame_size"], sort=False):
+        name = f"experiment_d_mrr_{_file_part(m) + '_' if several else ''}{_file_part(topo)}_{_file_part(fs)}.png"
+        with figure_style(dpi):
+            fig = new_figure((6.4, 4.6))
+            matrix_heatmap(g, "instances", "nfs", "mean_kpps", text="cell", ax=fig.subplots(),
+                           cbar_label="MRR [kpps per direction]", annot_fontsize=7,
+                           xlabel="NFs per service instance", ylabel="service instances",
+                           title=f"Experiment D {topo.upper()} {fs} B ({m}): MRR per direction,\n"
+                                 f"mean [95 % CI], kpps; {_HOST_ONLY}")
+            paths.append(save_png(fig, out / name))
+    return paths
+
+
+def _metric_values(table: pd.DataFrame, keys: list[str], unit: str, prefix: str = "") -> dict:
+    return {prefix + "/".join(str(getattr(r, k)) for k in keys) + f"/{unit}": round(r.mean_pps / 1e3, 3)
+            for r in table.itertuples() if r.status == "measured" and not np.isnan(r.mean_pps)}
+
+
+def _claim_counts(claims: pd.DataFrame) -> dict:
+    h = claims["holds"]
+    return {"claims/holds": int((h == True).sum()), "claims/does_not_hold": int((h == False).sum()),  # noqa: E712
+            "claims/not_testable": int(h.isna().sum())}
+
+
+def metrics_values(letter: str, tabs: dict[str, pd.DataFrame]) -> dict:
+    """The DVC metrics of an experiment: mean rate of every measured configuration, kpps (and claim counts)."""
+    if letter == "a":
+        return _metric_values(tabs["throughput"], ["model", "frame_size"], "ndr_kpps")
+    if letter == "b":
+        return {**_metric_values(tabs["pinning_numa"], ["model", "pinning", "numa", "frame_size"], "ndr_kpps"),
+                **_claim_counts(tabs["claims"])}
+    if letter == "c":
+        return {**_metric_values(tabs["combination"], ["model", "frame_size"], "ndr_kpps"),
+                **_metric_values(tabs["numa"], ["model", "numa", "frame_size"], "ndr_kpps", prefix="numa/"),
+                **_claim_counts(tabs["claims"])}
+    return _metric_values(tabs["mrr"], ["model", "topology", "frame_size", "instances", "nfs"], "mrr_kpps")
+
+
+def tables_a(records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
+    """Experiment A: ``throughput`` (:func:`throughput_table`), ``claims`` (:func:`claims_a`), ``published``."""
+    searches = results.searches_frame(records)
+    if models is None:
+        models = _levels(searches["model"], results.not_realizable_frame(records)["model"])
+    table = throughput_table(records, models, searches=searches)
+    pub = reference.models_throughput()
+    pub["local_analogue"] = pub["model"].map(DRAFT_A_ANALOGUES)
+    return {"throughput": table, "claims": claims_a(searches, table), "published": pub}
+
+
+_TABLES: dict[str, Callable[..., dict[str, pd.DataFrame]]] = {
+    "a": tables_a, "b": tables_b, "c": tables_c, "d": tables_d}
+_FIGURES: dict[str, Callable[..., list[Path]]] = {
+    "a": lambda tabs, out, dpi=110: [figure_a(tabs["throughput"], out / "experiment_a_throughput.png", dpi)],
+    "b": figures_b, "c": figures_c, "d": figures_d}
+
+
+def _letter(letter: str) -> str:
+    if letter not in _TABLES:
+        raise ValueError(f"experiment {letter!r}: use one of {sorted(_TABLES)}")
+    return letter
+
+
+def tables(letter: str, records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
+    """The tables of experiment ``letter`` ("a".."d"), named as in :data:`TABLE_NAMES`.
+
+    ``models``: the params file's models (default: every model in the records).
+    See :func:`tables_a`, :func:`tables_b`, :func:`tables_c`, :func:`tables_d`.
+    """
+    return _TABLES[_letter(letter)](records, models)
+
+
+def write_experiment(letter: str, records: PathLike, params_models: Optional[list[str]], out_tables: PathLike,
+                     out_figures: PathLike, metrics: PathLike) -> list[Path]:
+    """Write an experiment's tables, figures and metrics; return the paths written.
+
+    Files: ``<out_tables>/experiment_<x>_<name>.csv`` for each name of
+    :data:`TABLE_NAMES` ``[x]``, the PNGs of ``figures_<x>`` under
+    ``out_figures``, and ``metrics`` (JSON, :func:`metrics_values`). Same
+    records -> byte-identical files.
+    """
     out_tables, out_figures = Path(out_tables), Path(out_figures)
     out_tables.mkdir(parents=True, exist_ok=True)
     out_figures.mkdir(parents=True, exist_ok=True)
-    searches = results.searches_frame(records)
-    table = throughput_table(records, params_models, searches=searches)
-    paths = [out_tables / "experiment_a_throughput.csv", out_tables / "experiment_a_claims.csv",
-             out_tables / "experiment_a_published.csv"]
-    table.to_csv(paths[0], index=False, float_format="%.6g")
-    claims_a(searches, table).to_csv(paths[1], index=False)
-    pub = reference.models_throughput()
-    pub["local_analogue"] = pub["model"].map(DRAFT_A_ANALOGUES)
-    pub.to_csv(paths[2], index=False)
-    paths.append(figure_a(table, out_figures / "experiment_a_throughput.png"))
-    m = {f"{r.model}/{r.frame_size}/ndr_kpps": round(r.mean_pps / 1e3, 3)
-         for r in table.itertuples() if r.status == "measured" and not np.isnan(r.mean_pps)}
+    tabs = tables(letter, records, params_models)
+    paths = []
+    for name in TABLE_NAMES[letter]:
+        paths.append(out_tables / f"experiment_{letter}_{name}.csv")
+        tabs[name].to_csv(paths[-1], index=False, float_format="%.6g")
+    paths += _FIGURES[letter](tabs, out_figures)
     Path(metrics).parent.mkdir(parents=True, exist_ok=True)
-    Path(metrics).write_text(json.dumps(m, indent=1, sort_keys=True) + "\n")
+    Path(metrics).write_text(json.dumps(metrics_values(letter, tabs), indent=1, sort_keys=True) + "\n")
     paths.append(Path(metrics))
     return paths

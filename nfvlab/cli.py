@@ -5,6 +5,7 @@
     nfvlab trial --model M --frame-size N --rate-pps R --duration-s D [--json]
     nfvlab search (--model M | --port NS:IFACE --port NS:IFACE) --frame-size N --goal ndr [--json]
     nfvlab calibrate [--frame-sizes 64,512,1518] [--json]
+    nfvlab analyze a|b|c|d --params P --records R --metrics M [--tables DIR] [--figures DIR]
     nfvlab figures reference --out figures/reference
 
 Every argument is validated (one line naming what is wrong and what is allowed,
@@ -112,7 +113,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--json", action="store_true")
 
     an = sub.add_parser("analyze", help="tables, claims, figures and metrics of an experiment")
-    an.add_argument("experiment", choices=["a"])
+    an.add_argument("experiment", choices=["a", "b", "c", "d"])
     an.add_argument("--params", type=Path, required=True, help="the experiment's params file")
     an.add_argument("--records", type=Path, required=True)
     an.add_argument("--tables", type=Path, default=Path("data/tables"))
@@ -375,7 +376,17 @@ def cmd_analyze(a) -> int:
     exp = P.load(a.params)
     if not a.records.exists():
         raise CliError(f"--records {a.records}: no such file (run the experiment's measurement stage first)")
-    for p in analysis.write_experiment_a(a.records, exp.models, a.tables, a.figures, a.metrics):
+    from nfvlab import results
+    from nfvlab.records import RecordsError
+
+    try:
+        if results.searches_frame(a.records).empty and results.not_realizable_frame(a.records).empty:
+            raise CliError(f"--records {a.records}: no completed run with results (run the experiment's "
+                           "measurement stage first)")
+        paths = analysis.write_experiment(a.experiment, a.records, exp.models, a.tables, a.figures, a.metrics)
+    except RecordsError as err:
+        raise CliError(f"--records {a.records}: {err}") from None
+    for p in paths:
         print(p)
     return 0
 

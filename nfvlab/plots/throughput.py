@@ -31,6 +31,11 @@ def _levels(series: pd.Series, order: Optional[Sequence]) -> list:
     return list(dict.fromkeys(series.tolist()))
 
 
+def _mean_or_nan(values: np.ndarray) -> float:
+    values = values[~np.isnan(values)]
+    return float(values.mean()) if values.size else float("nan")
+
+
 def _size_key(v):
     # numeric sizes first in ascending order, then strings (e.g. "IMIX")
     return (0, float(v), "") if not isinstance(v, str) else (1, 0.0, v)
@@ -51,6 +56,8 @@ def throughput_vs_frame_size(
     ylabel: Optional[str] = None,
     reference_line: Optional[float] = None,
     reference_label: Optional[str] = None,
+    ci_low: Optional[str] = None,
+    ci_high: Optional[str] = None,
     legend: bool = True,
     figsize: tuple[float, float] = (6.4, 4.2),
 ) -> Axes:
@@ -82,6 +89,10 @@ def throughput_vs_frame_size(
         Draw a dashed horizontal line at this ``y`` (e.g. a nominal line rate).
     reference_label : str, optional
         Legend label of the reference line.
+    ci_low, ci_high : str, optional
+        Columns with the lower / upper bound of each value's confidence interval
+        (same unit as ``y``): drawn as error bars around the line's points (mean
+        of the bounds when several rows share a point; no bar where NaN).
     legend : bool
         Draw a legend when there is a ``hue`` or reference line.
     figsize : (float, float)
@@ -101,7 +112,12 @@ def throughput_vs_frame_size(
         FigureCanvasAgg(fig)
         ax = fig.subplots()
 
-    data = df[[c for c in dict.fromkeys((x, y, hue)) if c]].copy()
+    if (ci_low is None) != (ci_high is None):
+        raise ValueError("give both ci_low and ci_high, or neither")
+    for col in (ci_low, ci_high):
+        if col and col not in df.columns:
+            raise KeyError(f"column {col!r} not in data")
+    data = df[[c for c in dict.fromkeys((x, y, hue, ci_low, ci_high)) if c]].copy()
     data = data[pd.notna(data[y])]
     sizes = sorted(dict.fromkeys(data[x].tolist()), key=_size_key)
     if x_scale == "categorical":
@@ -127,6 +143,11 @@ def throughput_vs_frame_size(
             ux, my, marker=MARKERS[i % len(MARKERS)], color=color, linewidth=1.6,
             markersize=5.5, label=None if level is None else str(level),
         )
+        if ci_low is not None:
+            lo = np.array([_mean_or_nan(sub[ci_low].to_numpy(dtype=float)[xs == u]) for u in ux])
+            hi = np.array([_mean_or_nan(sub[ci_high].to_numpy(dtype=float)[xs == u]) for u in ux])
+            err = np.nan_to_num(np.vstack([my - lo, hi - my]), nan=0.0).clip(min=0.0)
+            ax.errorbar(ux, my, yerr=err, fmt="none", ecolor=color, elinewidth=1.0, capsize=0, zorder=2)
         if len(ux) != len(xs):  # repeated measurements: show every point
             ax.scatter(xs, ys, s=9, color=color, alpha=0.35, linewidths=0, zorder=1)
 
