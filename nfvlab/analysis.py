@@ -428,7 +428,8 @@ def tables_c(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
 
 def host_cpus(records: PathLike) -> int:
     """CPUs of the host that wrote the records (provenance of the last run), else of this host."""
-    prov = [r.get("provenance") or {} for r in read_records(records) if r["type"] == "run"]
+    paths = [records] if isinstance(records, (str, Path)) else list(records)
+    prov = [r.get("provenance") or {} for p in paths for r in read_records(p) if r["type"] == "run"]
     for key in ("cpu_affinity_count", "cpu_count"):
         if prov and prov[-1].get(key):
             return int(prov[-1][key])

@@ -115,7 +115,8 @@ def _build_parser() -> argparse.ArgumentParser:
     an = sub.add_parser("analyze", help="tables, claims, figures and metrics of an experiment")
     an.add_argument("experiment", choices=["a", "b", "c", "d"])
     an.add_argument("--params", type=Path, required=True, help="the experiment's params file")
-    an.add_argument("--records", type=Path, required=True)
+    an.add_argument("--records", type=Path, required=True, nargs="+",
+                    help="records file(s); several (a papermill batch) are analysed together")
     an.add_argument("--tables", type=Path, default=Path("data/tables"))
     an.add_argument("--figures", type=Path, default=Path("figures/experiments"))
     an.add_argument("--metrics", type=Path, required=True)
@@ -374,18 +375,21 @@ def cmd_analyze(a) -> int:
     from nfvlab import analysis
 
     exp = P.load(a.params)
-    if not a.records.exists():
-        raise CliError(f"--records {a.records}: no such file (run the experiment's measurement stage first)")
+    for r in a.records:
+        if not r.exists():
+            raise CliError(f"--records {r}: no such file (run the experiment's measurement stage first)")
     from nfvlab import results
     from nfvlab.records import RecordsError
 
+    records = a.records[0] if len(a.records) == 1 else list(a.records)
+    shown = " ".join(map(str, a.records))
     try:
-        if results.searches_frame(a.records).empty and results.not_realizable_frame(a.records).empty:
-            raise CliError(f"--records {a.records}: no completed run with results (run the experiment's "
+        if results.searches_frame(records).empty and results.not_realizable_frame(records).empty:
+            raise CliError(f"--records {shown}: no completed run with results (run the experiment's "
                            "measurement stage first)")
-        paths = analysis.write_experiment(a.experiment, a.records, exp.models, a.tables, a.figures, a.metrics)
+        paths = analysis.write_experiment(a.experiment, records, exp.models, a.tables, a.figures, a.metrics)
     except RecordsError as err:
-        raise CliError(f"--records {a.records}: {err}") from None
+        raise CliError(f"--records {shown}: {err}") from None
     for p in paths:
         print(p)
     return 0
