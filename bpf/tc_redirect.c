@@ -16,6 +16,7 @@
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
+#include "nfvlab_stats.h"
 
 enum { CFG_IFINDEX = 0, CFG_PEER = 1, CFG_N };
 
@@ -27,23 +28,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } cfg SEC(".maps");
-
-/* stats[0]: frames redirected, stats[1]: frames dropped (no target or
- * redirect refused). Read by nfvlab to prove frames took this path. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
-
-static __always_inline void count(__u32 slot)
-{
-	__u64 *n = bpf_map_lookup_elem(&stats, &slot);
-
-	if (n)
-		__sync_fetch_and_add(n, 1);
-}
 
 static __always_inline __u32 cfg_get(__u32 key)
 {
@@ -59,11 +43,11 @@ int tc_redirect(struct __sk_buff *skb)
 	long verdict;
 
 	if (!ifindex) { /* not configured yet: keep frames out of the worker's stack */
-		count(1);
+		count(STATS_DROPPED);
 		return TC_ACT_SHOT;
 	}
 	verdict = cfg_get(CFG_PEER) ? bpf_redirect_peer(ifindex, 0) : bpf_redirect(ifindex, 0);
-	count(verdict == TC_ACT_REDIRECT ? 0 : 1);
+	count(verdict == TC_ACT_REDIRECT ? STATS_REDIRECTED : STATS_DROPPED);
 	return verdict == TC_ACT_REDIRECT ? TC_ACT_REDIRECT : TC_ACT_SHOT;
 }
 

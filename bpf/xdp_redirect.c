@@ -18,6 +18,7 @@
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "nfvlab_stats.h"
 
 /* tx_port[0]: target device (ifindex in the worker namespace). */
 struct {
@@ -27,24 +28,12 @@ struct {
 	__type(value, __u32);
 } tx_port SEC(".maps");
 
-/* stats[0]: frames redirected, stats[1]: frames dropped (no target). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
-
 SEC("xdp.frags")
 int xdp_redirect(struct xdp_md *ctx)
 {
 	/* Flags XDP_DROP: the verdict when slot 0 holds no device. */
 	long verdict = bpf_redirect_map(&tx_port, 0, XDP_DROP);
-	__u32 slot = verdict == XDP_REDIRECT ? 0 : 1;
-	__u64 *n = bpf_map_lookup_elem(&stats, &slot);
-
-	if (n)
-		__sync_fetch_and_add(n, 1);
+	count(verdict == XDP_REDIRECT ? STATS_REDIRECTED : STATS_DROPPED);
 	return verdict;
 }
 

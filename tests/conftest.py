@@ -3,6 +3,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,12 @@ def clean_host():
     yield
     with state.HostLock("test clean-up"):
         residue = lab_residue()
-        after = {"bpf_programs": _bpf_programs(), "hugepages_2m": _hugepages()}
+        # The kernel frees a removed namespace's links (and their BPF programs) ~50 ms later.
+        for _ in range(30):
+            after = {"bpf_programs": _bpf_programs(), "hugepages_2m": _hugepages()}
+            if after == before:
+                break
+            time.sleep(0.1)
         state.clean(include_persistent=True)
     assert residue == NO_RESIDUE, f"the test left lab residue: {residue}"
     assert after == before, f"the test left BPF programs or hugepages behind: {before} -> {after}"

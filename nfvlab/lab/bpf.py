@@ -2,7 +2,7 @@
 
 Sources live in the repository's ``bpf/`` directory and are compiled with clang
 on first use into ``$NFVLAB_CACHE`` (default ``/var/cache/nfvlab``), named by
-the hash of source and flags, so only the first lab after an edit pays for
+the hash of source, shared headers and flags, so only the first lab after an edit pays for
 compilation (like :mod:`nfvlab.traffic.build`).
 
 Programs are attached with the iproute2 loaders (``tc ... bpf da obj``, ``ip
@@ -62,7 +62,7 @@ def compile_object(name: str) -> Path:
     source = SOURCE_DIR / f"{name}.c"
     if not source.exists():
         raise LabError(f"BPF source missing: {source}")
-    digest = hashlib.sha256(source.read_bytes() + " ".join(CFLAGS).encode()).hexdigest()[:16]
+    digest = _digest(source)
     target = cache_dir() / f"{name}-{digest}.bpf.o"
     if target.exists():
         return target
@@ -79,6 +79,14 @@ def compile_object(name: str) -> Path:
     finally:
         Path(tmp).unlink(missing_ok=True)
     return target
+
+
+def _digest(source: Path) -> str:
+    """Hash of the source, the shared headers it may include, and the flags."""
+    h = hashlib.sha256(" ".join(CFLAGS).encode())
+    for path in (source, *sorted(SOURCE_DIR.glob("*.h"))):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def _first_error(stderr: str) -> str:

@@ -43,6 +43,12 @@ class Model:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+OVS_TOOLS = ("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "ovsdb-tool", "ovsdb-server",
+             "ovs-vsctl", "ovs-ofctl", "taskset", "dpdk-testpmd")
+"""A private OVS-DPDK instance and testpmd pods."""
+BPF_TOOLS = ("clang", "bpftool", "ethtool", "tc")
+"""Compiling, loading and wiring the eBPF programs."""
+
 MODELS: tuple[Model, ...] = (
     Model("linux-bridge", "4.1.1", "kernel", "veth + Linux bridge",
           "Flannel / Docker bridge", "veth pairs attached to Linux bridges in the worker node",
@@ -55,28 +61,25 @@ MODELS: tuple[Model, ...] = (
           kernel=("veth", "macvlan")),
     Model("ovs-dpdk-vhost", "4.1.2", "user-space", "OVS-DPDK with vhost-user",
           "Userspace CNI + OVS-DPDK", "private OVS-DPDK instance, vhost-user ports to a testpmd pod",
-          tools=("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "dpdk-testpmd"),
-          kernel=("veth", "af_xdp", "hugetlbfs"), vswitch=True, busy_pods=("pod1",)),
+          tools=OVS_TOOLS, kernel=("veth",), vswitch=True, busy_pods=("pod1",)),
     Model("ovs-dpdk-memif", "4.1.2", "user-space", "OVS-DPDK with memif",
           "Userspace CNI + OVS-DPDK (memif)", "private OVS-DPDK instance, memif ports to a testpmd pod",
-          tools=("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "dpdk-testpmd"),
-          kernel=("veth", "hugetlbfs"), vswitch=True, busy_pods=("pod1",)),
+          tools=OVS_TOOLS, kernel=("veth",), vswitch=True, busy_pods=("pod1",)),
     Model("vpp", "4.1.2", "user-space", "VPP vSwitch with memif",
           "Userspace CNI + FD.io VPP", None,
           real_lab_only_reason="VPP is not packaged for Debian 12; the local user-space model is OVS-DPDK"),
     Model("ebpf-tc", "4.1.3", "ebpf", "tc-eBPF redirect (non-AF_XDP)",
           "Cilium / Calico eBPF", "bpf_redirect / bpf_redirect_peer at veth tc hooks",
-          tools=("clang",), kernel=("veth", "bpf")),
+          tools=BPF_TOOLS, kernel=("veth", "bpf")),
     Model("ebpf-xdp", "4.1.3", "ebpf", "XDP redirect (non-AF_XDP)",
           "XDP-based CNI data path", "XDP redirect between the NIC ports and the pod's veths",
-          tools=("clang",), kernel=("veth", "bpf")),
+          tools=BPF_TOOLS, kernel=("veth", "bpf")),
     Model("afxdp-cni", "4.1.3", "ebpf", "AF_XDP CNI",
           "AF_XDP device plugin / CNDP", "the pod's DPDK forwarder uses net_af_xdp on its own netdevs",
           tools=("dpdk-testpmd",), kernel=("veth", "bpf", "af_xdp"), busy_pods=("pod1",)),
     Model("ovs-afxdp", "4.1.3", "ebpf", "OVS with AF_XDP PMD",
           "Userspace CNI + OVS afxdp ports", "OVS afxdp ports toward the NIC, vhost-user to the pod",
-          tools=("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "dpdk-testpmd"),
-          kernel=("veth", "bpf", "af_xdp", "hugetlbfs"), vswitch=True, busy_pods=("pod1",)),
+          tools=OVS_TOOLS, kernel=("veth", "bpf", "af_xdp"), vswitch=True, busy_pods=("pod1",)),
     Model("sriov", "4.1.4", "smart-nic", "SR-IOV virtual functions",
           "SR-IOV CNI + device plugin", None,
           real_lab_only_reason="needs a NIC with SR-IOV virtual functions"),
@@ -85,12 +88,11 @@ MODELS: tuple[Model, ...] = (
           kernel=("veth",)),
     Model("chain-userspace", "4.1.5", "combination", "Two-pod chain, user-space only",
           "Userspace CNI + OVS-DPDK (VPP in the draft)", "pod1 -> OVS-DPDK -> pod2, all ports vhost-user",
-          tools=("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "dpdk-testpmd"),
-          kernel=("veth", "hugetlbfs"), pods=2, vswitch=True, busy_pods=("pod1", "pod2")),
+          tools=OVS_TOOLS, kernel=("veth",), pods=2, vswitch=True, busy_pods=("pod1", "pod2")),
     Model("chain-combined", "4.1.5", "combination", "Two-pod chain, direct N-S + user-space E-W",
           "SR-IOV + VPP (draft Appendix C)", "N-S on direct ports, E-W pod1 -> OVS-DPDK -> pod2",
-          tools=("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "dpdk-testpmd"),
-          kernel=("veth", "hugetlbfs"), pods=2, vswitch=True, busy_pods=("pod1", "pod2")),
+          tools=OVS_TOOLS, kernel=("veth", "bpf", "af_xdp"), pods=2, vswitch=True,
+          busy_pods=("pod1", "pod2")),
 )
 
 MODEL_NAMES: tuple[str, ...] = tuple(m.name for m in MODELS)
@@ -164,5 +166,5 @@ def realizable(model: Model, features: Optional[dict[str, bool]] = None) -> tupl
         return False, f"kernel lacks {', '.join(missing_k)}"
     missing_t = [t for t in model.tools if not (Path(t).exists() if t.startswith("/") else shutil.which(t))]
     if missing_t:
-        return False, f"missing {', '.join(missing_t)} (run `make setup`)"
+        return False, f"missing {', '.join(missing_t)} (run `./run setup`)"
     return True, ""

@@ -85,7 +85,10 @@ class Ovs:
         eal = [a for a in eal if a != "--in-memory"]  # OVS adds it itself
         return ["other_config:dpdk-init=true",
                 f'other_config:dpdk-extra="{" ".join(eal)}"',
-                *([f"other_config:dpdk-socket-mem={MEMORY_MB}"] if self.lab.resources.hugepages else []),
+                # The limit keeps OVS's mempool sizing (it tries up to 262144 mbufs)
+                # from taking the pods' hugepages.
+                *([f"other_config:dpdk-socket-mem={MEMORY_MB}", f"other_config:dpdk-socket-limit={MEMORY_MB}"]
+                  if self.lab.resources.hugepages else []),
                 f"other_config:pmd-cpu-mask={cpu_mask(pmd_cpus)}",
                 f"other_config:pmd-maxsleep={PMD_MAXSLEEP_US}"]
 

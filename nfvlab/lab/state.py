@@ -168,9 +168,23 @@ class HostLock:
             self._fd = None
 
 
+def _exited(rec: ProcessRecord) -> bool:
+    """Gone, replaced by another process under that pid, or a zombie.
+
+    A zombie has exited; it waits only for its parent (the lab's own process,
+    which holds no Popen.wait for spawned daemons) to reap it.
+    """
+    try:
+        stat = Path(f"/proc/{rec.pid}/stat").read_text()
+    except OSError:
+        return True
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[19]) != rec.start_time or fields[0] == "Z"
+
+
 def kill_process(rec: ProcessRecord, timeout_s: float = 3.0) -> bool:
     """Stop a process nfvlab started (only if pid and start time still match)."""
-    if process_start_time(rec.pid) != rec.start_time:
+    if _exited(rec):
         return False
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
@@ -182,10 +196,10 @@ def kill_process(rec: ProcessRecord, timeout_s: float = 3.0) -> bool:
             return True
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if process_start_time(rec.pid) != rec.start_time:
+            if _exited(rec):
                 return True
             time.sleep(0.02)
-    return process_start_time(rec.pid) != rec.start_time
+    return _exited(rec)
 
 
 def existing_namespaces() -> list[str]:
@@ -197,6 +211,14 @@ def remove_namespace(name: str) -> None:
     from pyroute2 import netns
 
     if name in existing_namespaces():
+        # Links first, synchronously: a namespace itself dies asynchronously, and
+        # with it the XDP/tc programs on its links (they would outlive teardown).
+        import subprocess
+
+        out = subprocess.run(["ip", "-n", name, "-j", "link", "show"], capture_output=True, text=True)
+        for link in json.loads(out.stdout or "[]"):
+            if link.get("ifname") != "lo":
+                subprocess.run(["ip", "-n", name, "link", "del", "dev", link["ifname"]], capture_output=True)
         netns.remove(name)
 
 

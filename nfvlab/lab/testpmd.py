@@ -11,8 +11,9 @@ Memory (``lab.resources.hugepages``): without hugepages every DPDK process runs
 ``--no-huge`` with ``-m`` MB of ordinary memory; with hugepages the lab reserves
 2 MB pages up front (:func:`reserve_hugepages`) and mounts a private hugetlbfs
 that each process uses through ``--huge-dir``. Every process has the file
-prefix ``nfvl-<lab id>-<role>`` and runs ``--in-memory`` (no runtime dir, no
-hugepage files left behind); the runtime-dir glob is still recorded, in case.
+prefix ``nfvl-<lab id>-<role>``; with hugepages it runs ``--in-memory`` (no
+hugepage files), without them DPDK refuses ``--in-memory`` and leaves a runtime
+dir ``/var/run/dpdk/<prefix>``: both globs are recorded for teardown.
 """
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ MBUFS = 32768
 TESTPMD_MEMORY_MB = 256
 #: --stats-period, s: keeps testpmd running; each period logs a short stats block.
 STATS_PERIOD_S = 10
-#: What testpmd prints once it forwards (non-interactive, with --stats-period).
-READY_LINE = "Press Ctrl+C to exit"
+#: What testpmd prints once its forwarding lcore runs (no "Press Ctrl+C" line in 22.11).
+READY_LINE = "forwards packets on"
 
 
 def require_tools(*tools: str, packages: dict[str, str]) -> None:
@@ -75,21 +76,34 @@ def reserve_hugepages(lab, memory_mb: Sequence[int]) -> None:
     """
     if not lab.resources.hugepages:
         return
-    lab.reserve_hugepages(sum(-(-mb // 2) for mb in memory_mb))
+    pages = sum(-(-mb // 2) for mb in memory_mb)
+    available_mb = _mem_available_mb()
+    if 2 * pages > available_mb // 2:  # never take more than half of what is free
+        raise LabError(f"model {lab.model} needs {pages} 2 MB hugepages ({2 * pages} MB); this host "
+                       f"has {available_mb} MB available: free memory or run without hugepages")
+    lab.reserve_hugepages(pages)
     lab.make_run_dir()
     lab.add_mount("hugetlbfs", lab.run_dir / "huge", "pagesize=2M")
+
+
+def _mem_available_mb() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) // 1024
+    return 0
 
 
 def eal_memory_args(lab, role: str, memory_mb: int) -> list[str]:
     """EAL options for memory, file prefix and runtime dir of DPDK process ``role``."""
     prefix = file_prefix(lab, role)
-    lab.add_path(f"/var/run/dpdk/{prefix}")  # --in-memory should create none
+    lab.add_path(f"/var/run/dpdk/{prefix}")
     lab.add_path(f"/dev/hugepages/{prefix}*")
     if lab.resources.hugepages:
-        mem = ["--huge-dir", str(lab.run_dir / "huge")]
+        # --in-memory: no hugepage files; virtio_user then needs --single-file-segments.
+        mem = ["--huge-dir", str(lab.run_dir / "huge"), "--in-memory", "--single-file-segments"]
     else:
-        mem = ["--no-huge", "-m", str(memory_mb)]
-    return mem + ["--file-prefix", prefix, "--in-memory", "--single-file-segments"]
+        mem = ["--no-huge", "-m", str(memory_mb)]  # --no-huge excludes --in-memory
+    return mem + ["--file-prefix", prefix]
 
 
 def lcores_arg(cpus: Sequence[int], host_cpus: Sequence[int]) -> str:

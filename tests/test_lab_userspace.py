@@ -1,0 +1,124 @@
+"""User-space, AF_XDP and combined models on real namespaces, OVS-DPDK and testpmd."""
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import NO_RESIDUE, REPO, lab_residue
+from nfvlab.lab import ovs, state, testpmd
+from nfvlab.lab.core import Lab, LabError
+from nfvlab.lab.resources import Resources
+from nfvlab.traffic.embedded import EmbeddedGenerator
+from nfvlab.trial import run_trial
+
+pytestmark = pytest.mark.lab
+
+MODELS = ["ovs-dpdk-vhost", "ovs-dpdk-memif", "ovs-afxdp", "afxdp-cni", "chain-userspace",
+          "chain-combined"]
+
+
+def low_rate_trial(lab, frame_size=64):
+    """5000 pps for 1 s both ways with 500 latency probes/s."""
+    gen = EmbeddedGenerator(lab.streams, flows=4, latency_pps=500, tracker=lab)
+    return run_trial(gen, 5000, 1.0, frame_size, bidirectional=True)
+
+
+def assert_lossless_exact(result, what):
+    for d in result.directions:
+        assert d.intended_packets == d.sent_packets == d.received_packets == 5000, f"{what}: {d}"
+        lat = d.latency
+        assert lat.probes_received == lat.probes_sent == 500
+        assert 0 < lat.min_ns <= lat.p50_ns <= lat.p99_ns <= lat.max_ns
+    assert result.loss_ratio == 0.0
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("frame_size", [64, 1518])
+def test_low_rate_trial_is_lossless_with_exact_counts(clean_host, model, frame_size):
+    with Lab(model) as lab:
+        assert lab.core_plan is not None
+        result = low_rate_trial(lab, frame_size)
+    assert len(result.directions) == 2
+    assert_lossless_exact(result, f"{model} {frame_size}")
+
+
+def pod_forwarder(lab, pod="pod1"):
+    return next(r for r in lab.state.processes if testpmd.TESTPMD in r.cmd and lab.ns(pod) in r.cmd)
+
+
+@pytest.mark.parametrize("model", ["ovs-dpdk-vhost", "afxdp-cni"])
+def test_traffic_goes_through_the_pod_forwarder(clean_host, model):
+    with Lab(model) as lab:
+        assert_lossless_exact(low_rate_trial(lab), model)
+        os.killpg(pod_forwarder(lab).pid, signal.SIGKILL)
+        result = low_rate_trial(lab)
+    assert all(d.received_packets == 0 for d in result.directions), result.directions
+
+
+def test_pod_forwarder_is_placed_by_the_core_plan(clean_host):
+    with Lab("afxdp-cni") as lab:
+        pid = pod_forwarder(lab).pid
+        allowed = os.sched_getaffinity(pid)
+    assert allowed == set(lab.core_plan.pods["pod1"])
+
+
+def test_hugepages_are_reserved_and_given_back(clean_host):
+    before = int(state.HUGEPAGES_2M.read_text())
+    with Lab("ovs-dpdk-vhost", resources=Resources(hugepages=True)) as lab:
+        assert int(state.HUGEPAGES_2M.read_text()) >= before + lab.state.hugepages_2m > before
+        assert_lossless_exact(low_rate_trial(lab), "hugepages")
+    assert int(state.HUGEPAGES_2M.read_text()) == before
+
+
+def test_missing_tool_fails_in_one_line_before_anything_exists(clean_host, monkeypatch):
+    monkeypatch.setattr(ovs, "PACKAGES", {**ovs.PACKAGES, "ovs-vsctl-missing": "openvswitch-common"})
+    with pytest.raises(LabError, match=r"missing ovs-vsctl-missing .*`\./run setup`") as err:
+        with Lab("ovs-dpdk-memif"):
+            pass
+    assert "\n" not in str(err.value)
+    assert lab_residue() == NO_RESIDUE
+
+
+def test_too_few_hugepages_fails_in_one_line_before_anything_exists(clean_host, monkeypatch):
+    monkeypatch.setattr(testpmd, "TESTPMD_MEMORY_MB", 10 ** 8)
+    with pytest.raises(LabError, match="hugepages") as err:
+        with Lab("afxdp-cni", resources=Resources(hugepages=True)):
+            pass
+    assert "\n" not in str(err.value)
+    assert lab_residue() == NO_RESIDUE
+
+
+def test_exception_inside_an_ovs_lab_tears_everything_down(clean_host):
+    with pytest.raises(RuntimeError, match="boom"):
+        with Lab("chain-userspace"):
+            raise RuntimeError("boom")
+    assert lab_residue() == NO_RESIDUE
+
+
+PROGRAM = """
+import sys, time
+from nfvlab.lab.core import Lab
+with Lab(sys.argv[1]) as lab:
+    print("up", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_kill9_of_an_ovs_lab_then_lab_clean_leaves_no_residue(clean_host):
+    p = subprocess.Popen([sys.executable, "-c", PROGRAM, "ovs-dpdk-memif"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=REPO)
+    lines = iter(p.stdout.readline, "")  # "removed leftover ..." lines may come first
+    assert "up" in (line.strip() for line in lines), p.stderr.read()
+    left = lab_residue()
+    assert len(left["generator_pids"]) >= 3, left  # ovsdb-server, ovs-vswitchd, testpmd
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    # Take the lock at once: another run's Lab would otherwise clean the leftover first.
+    with state.HostLock("test kill -9 clean"):
+        assert lab_residue()["namespaces"], "the killed lab left nothing to recover from"
+        removed = state.clean()
+        residue = lab_residue()
+    assert any(line.startswith("lab ") and "ovs-dpdk-memif" in line for line in removed), removed
+    assert residue == NO_RESIDUE
