@@ -208,6 +208,12 @@ class ExperimentParams(_Strict):
         return self
 
 
+class ProfileParams(_Strict):
+    """Which params profile the pipeline measures (``params/profile.yaml``)."""
+
+    profile: Literal["quick", "full"] = "quick"
+
+
 class ReferenceParams(_Strict):
     """The reference-figures stage (``params/reference.yaml``)."""
 

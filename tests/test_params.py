@@ -73,8 +73,14 @@ def test_missing_file(tmp_path):
 
 
 def test_every_shipped_params_file_is_valid():
-    files = sorted((REPO / "params").glob("*.yaml"))
-    assert files, "params/ has no files"
+    files = sorted((REPO / "params").rglob("*.yaml"))
+    assert len(files) >= 11, "params/ lacks files"
+    special = {"reference.yaml": P.ReferenceParams, "lab.yaml": P.LabParams, "profile.yaml": P.ProfileParams}
     for f in files:
-        model = P.ReferenceParams if f.name == "reference.yaml" else P.ExperimentParams
-        P.load(f, model)
+        if f.name in special:
+            P.load(f, special[f.name])
+        else:
+            P.load_experiment(f, REPO / "params/lab.yaml")
+    for profile in ("quick", "full"):  # every experiment in both profiles
+        assert sorted(p.name for p in (REPO / "params" / profile).glob("*.yaml")) == [
+            f"experiment_{x}.yaml" for x in "abcd"]
