@@ -27,7 +27,10 @@ def low_rate_trial(lab, frame_size=64):
 
 def assert_lossless_exact(result, what):
     for d in result.directions:
-        assert d.intended_packets == d.sent_packets == d.received_packets == 5000, f"{what}: {d}"
+        # The DUT must deliver every frame sent, exactly. The generator shares CPU 0
+        # with spinning testpmd pods (core plan), so it may send a few frames short.
+        assert d.intended_packets == 5000 and d.received_packets == d.sent_packets, f"{what}: {d}"
+        assert d.sent_packets >= 4950, f"{what}: generator fell short: {d}"
         lat = d.latency
         assert lat.probes_received == lat.probes_sent == 500
         assert 0 < lat.min_ns <= lat.p50_ns <= lat.p99_ns <= lat.max_ns
