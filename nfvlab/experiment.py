@@ -12,7 +12,6 @@ the reason, never as a number. Input problems are found before any lab exists.
 from __future__ import annotations
 
 import functools
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
@@ -21,8 +20,8 @@ from tqdm import tqdm
 
 from nfvlab import measure
 from nfvlab.lab import catalogue
-from nfvlab.lab.core import LAB_MTU, Lab
-from nfvlab.lab.resources import NotRealizable, Resources
+from nfvlab.lab.core import LAB_MTU, Lab, resource_problem
+from nfvlab.lab.resources import Resources
 from nfvlab.lab.servicechain import build_service_matrix
 from nfvlab.params import ExperimentParams
 from nfvlab.records import RecordWriter
@@ -86,13 +85,7 @@ def not_realizable_reason(config: Config, model_ok: tuple[bool, str]) -> Optiona
     """Why this host cannot run ``config`` (``None`` if it can); creates nothing."""
     if not model_ok[0]:
         return model_ok[1]
-    try:
-        catalogue.core_plan(catalogue.get(config.model), config.resources)
-    except NotRealizable as err:
-        return str(err)
-    if config.resources.noisy_load_pct is not None and shutil.which("stress-ng") is None:
-        return "the noisy neighbour needs stress-ng (run ./run setup)"
-    return None
+    return resource_problem(catalogue.get(config.model), config.resources)
 
 
 def check(params: ExperimentParams) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import NO_RESIDUE, REPO, lab_residue
 from test_lab import PROGRAM  # builds a lab, prints "up", sleeps
-from nfvlab.lab import bpf, ebpf, state
+from nfvlab.lab import bpf, catalogue, ebpf, state
 from nfvlab.lab.core import Lab, LabError
 from nfvlab.traffic.embedded import EmbeddedGenerator
 from nfvlab.trial import run_trial
@@ -136,7 +136,7 @@ def test_kill9_then_lab_clean_leaves_no_residue(clean, model):
 
 def _path_without(tmp_path, missing: str) -> str:
     """A PATH holding links to the eBPF tools except ``missing``."""
-    for tool in bpf.TOOLS:
+    for tool in catalogue.BPF_TOOLS:
         found = shutil.which(tool)
         if found and tool != missing:
             (tmp_path / tool).symlink_to(found)

@@ -1,4 +1,5 @@
 """User-space, AF_XDP and combined models on real namespaces, OVS-DPDK and testpmd."""
+import dataclasses
 import os
 import signal
 import subprocess
@@ -7,7 +8,7 @@ import sys
 import pytest
 
 from conftest import NO_RESIDUE, REPO, lab_residue
-from nfvlab.lab import ovs, state, testpmd
+from nfvlab.lab import catalogue, state, testpmd
 from nfvlab.lab.core import Lab, LabError
 from nfvlab.lab.resources import Resources
 from nfvlab.traffic.embedded import EmbeddedGenerator
@@ -76,7 +77,9 @@ def test_hugepages_are_reserved_and_given_back(clean_host):
 
 
 def test_missing_tool_fails_in_one_line_before_anything_exists(clean_host, monkeypatch):
-    monkeypatch.setattr(ovs, "PACKAGES", {**ovs.PACKAGES, "ovs-vsctl-missing": "openvswitch-common"})
+    memif = catalogue.get("ovs-dpdk-memif")
+    broken = dataclasses.replace(memif, tools=memif.tools + ("ovs-vsctl-missing",))
+    monkeypatch.setattr(catalogue, "MODELS", tuple(broken if m is memif else m for m in catalogue.MODELS))
     with pytest.raises(LabError, match=r"missing ovs-vsctl-missing .*`\./run setup`") as err:
         with Lab("ovs-dpdk-memif"):
             pass

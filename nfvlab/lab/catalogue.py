@@ -43,11 +43,19 @@ class Model:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-OVS_TOOLS = ("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "ovsdb-tool", "ovsdb-server",
-             "ovs-vsctl", "ovs-ofctl", "taskset", "dpdk-testpmd")
+OVS_TOOLS = ("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "/usr/share/openvswitch/vswitch.ovsschema",
+             "ovsdb-tool", "ovsdb-server", "ovs-vsctl", "ovs-ofctl", "taskset", "dpdk-testpmd")
 """A private OVS-DPDK instance and testpmd pods."""
-BPF_TOOLS = ("clang", "bpftool", "ethtool", "tc")
+BPF_TOOLS = ("clang", "bpftool", "ethtool", "tc", "ip")
 """Compiling, loading and wiring the eBPF programs."""
+#: Debian package of each tool (for the missing-tool message).
+TOOL_PACKAGES = {
+    "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk": "openvswitch-switch-dpdk",
+    "/usr/share/openvswitch/vswitch.ovsschema": "openvswitch-common", "ovsdb-tool": "openvswitch-switch",
+    "ovsdb-server": "openvswitch-switch", "ovs-vsctl": "openvswitch-common",
+    "ovs-ofctl": "openvswitch-common", "taskset": "util-linux", "dpdk-testpmd": "dpdk",
+    "clang": "clang", "bpftool": "bpftool", "ethtool": "ethtool", "tc": "iproute2", "ip": "iproute2",
+}
 
 MODELS: tuple[Model, ...] = (
     Model("linux-bridge", "4.1.1", "kernel", "veth + Linux bridge",
@@ -164,7 +172,9 @@ def realizable(model: Model, features: Optional[dict[str, bool]] = None) -> tupl
     missing_k = [k for k in model.kernel if not features.get(k, False)]
     if missing_k:
         return False, f"kernel lacks {', '.join(missing_k)}"
-    missing_t = [t for t in model.tools if not (Path(t).exists() if t.startswith("/") else shutil.which(t))]
-    if missing_t:
-        return False, f"missing {', '.join(missing_t)} (run `./run setup`)"
+    missing = [t for t in model.tools if not (Path(t).exists() if t.startswith("/") else shutil.which(t))]
+    if missing:
+        packages = sorted({TOOL_PACKAGES.get(t, "?") for t in missing})
+        return False, (f"missing {', '.join(missing)} (Debian package {', '.join(packages)}): "
+                       "run `./run setup`")
     return True, ""

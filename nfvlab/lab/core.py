@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import time
@@ -41,7 +42,20 @@ def builders() -> dict[str, Callable[["Lab"], list[Stream]]]:
     return {**kernel.BUILDERS, **ebpf.BUILDERS, **userspace.BUILDERS}
 
 
-def preflight(model_name: str, resources: Optional[Resources] = None) -> catalogue.Model:
+def resource_problem(model: catalogue.Model, resources: Resources) -> Optional[str]:
+    """Why this host cannot run ``model`` with ``resources`` (``None``: it can); creates nothing."""
+    try:
+        catalogue.core_plan(model, resources)
+    except NotRealizable as err:
+        return str(err)
+    if resources.hugepages and not (model.vswitch or model.busy_pods):
+        return "hugepages: this model runs no DPDK process to use them"
+    if resources.noisy_load_pct is not None and shutil.which("stress-ng") is None:
+        return "the noisy neighbour needs stress-ng: run `./run setup` (Debian package stress-ng)"
+    return None
+
+
+def preflight(model_name: str, resources: Resources = Resources()) -> catalogue.Model:
     """Check root and that this host can realize ``model_name``, creating nothing."""
     if os.geteuid() != 0:
         raise LabError("the embedded lab needs root (network namespaces): run as root or with sudo")
@@ -52,21 +66,10 @@ def preflight(model_name: str, resources: Optional[Resources] = None) -> catalog
     ok, why = catalogue.realizable(model)
     if not ok:
         raise LabError(f"model {model_name} cannot run in the embedded lab: {why}")
-    if resources is not None:
-        try:
-            catalogue.core_plan(model, resources)
-        except NotRealizable as err:
-            raise LabError(f"model {model_name} ({resources}): {err}") from None
-        if resources.noisy_load_pct is not None and not _which("stress-ng"):
-            raise LabError("the noisy neighbour needs stress-ng: run `./run setup` "
-                           "(Debian package stress-ng)")
+    problem = resource_problem(model, resources)
+    if problem:
+        raise LabError(f"model {model_name} ({resources}): {problem}")
     return model
-
-
-def _which(tool: str) -> bool:
-    import shutil
-
-    return shutil.which(tool) is not None
 
 
 class Lab:
@@ -83,15 +86,15 @@ class Lab:
         resources: Resources = Resources(),
     ) -> None:
         """``builder`` overrides the catalogue model (calibration paths use it)."""
+        self.core_plan: Optional[CorePlan] = None
+        """Where busy threads run (docs/core-plan.md); ``None`` for builder overrides."""
         if builder is None:
-            preflight(model, resources)
+            self.core_plan = catalogue.core_plan(preflight(model, resources), resources)
             builder = builders()[model]
         elif os.geteuid() != 0:
             raise LabError("the embedded lab needs root (network namespaces): run as root or with sudo")
         self.model = model
         self.resources = resources
-        self.core_plan: Optional[CorePlan] = None
-        """Set by the builder of a model with busy-polling threads."""
         self.mtu = mtu
         self.persistent = persistent
         self.label = label or model

@@ -24,29 +24,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from nfvlab.lab import bpf
-from nfvlab.lab import netns as nl
-from nfvlab.lab.kernel import Stream, _pod_router, _streams, _tg_macs, cable_tg_to_worker
+from nfvlab.lab.kernel import Stream, pod_on_veths, pod_routes_to_tg
 
 #: Worker NIC port -> the worker end of the pod veth it is patched to.
 PATCH = {"nic0": "vp1a", "nic1": "vp1b"}
 #: Keys of tc_redirect.c's ``cfg`` map.
 CFG_IFINDEX, CFG_PEER = 0, 1
-
-
-def _pod_on_veths(lab) -> str:
-    """Figure 9 plus pod1, its eth1/eth2 on veths to the worker's vp1a/vp1b; returns pod1's namespace."""
-    cable_tg_to_worker(lab)
-    wk, pod = lab.ns("wk"), lab.add_namespace("pod1")
-    nl.veth(pod, "eth1", wk, "vp1a", lab.mtu)
-    nl.veth(pod, "eth2", wk, "vp1b", lab.mtu)
-    return pod
-
-
-def _pod_routes_to_tg(lab, pod: str) -> list[Stream]:
-    """The pod routes to the TG ports' MACs; the generator addresses the pod's MACs."""
-    _pod_router(lab, pod, gw_mac=_tg_macs(lab), gw_ip={0: "198.18.1.1", 1: "198.18.2.1"},
-                own={0: "198.18.1.2/24", 1: "198.18.2.2/24"})
-    return _streams(lab, {0: nl.mac(pod, "eth1"), 1: nl.mac(pod, "eth2")})
 
 
 def _patch_pairs(lab) -> list[tuple[str, int, bool]]:
@@ -66,16 +49,16 @@ def _tc_redirect(ns: str, ifname: str, obj: Path, target: int, peer: bool) -> No
 def build_ebpf_tc(lab, peer: bool = True) -> list[Stream]:
     """Cilium-like tc-eBPF forwarding; ``peer=False``: plain bpf_redirect towards the pod too."""
     obj = bpf.compile_object("tc_redirect")  # first: a compile error creates nothing
-    pod = _pod_on_veths(lab)
+    pod = pod_on_veths(lab)
     for port, target, to_pod in _patch_pairs(lab):
         _tc_redirect(lab.ns("wk"), port, obj, target, peer=peer and to_pod)
-    return _pod_routes_to_tg(lab, pod)
+    return pod_routes_to_tg(lab, pod)
 
 
 def build_ebpf_xdp(lab) -> list[Stream]:
     """XDP devmap redirect between the worker's NIC ports and the pod's veths."""
     obj = bpf.compile_object("xdp_redirect")
-    pod = _pod_on_veths(lab)
+    pod = pod_on_veths(lab)
     tg = lab.ns("tg")
     # The receiving peers of redirect targets: without NAPI they drop redirected frames.
     for ns, ifname in ((pod, "eth1"), (pod, "eth2"), (tg, "tg0"), (tg, "tg1")):
@@ -83,7 +66,7 @@ def build_ebpf_xdp(lab) -> list[Stream]:
     for port, target, _ in _patch_pairs(lab):
         prog = bpf.attach_xdp(lab.ns("wk"), port, obj)
         bpf.map_set_u32(bpf.prog_maps(prog)["tx_port"], 0, target, lab.ns("wk"))
-    return _pod_routes_to_tg(lab, pod)
+    return pod_routes_to_tg(lab, pod)
 
 
 def programs(lab) -> dict[str, int]:

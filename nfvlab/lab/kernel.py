@@ -66,7 +66,16 @@ def enable_forwarding(ns: str) -> None:
         nl.set_sysctl(ns, key, val)
 
 
-def _pod_router(lab, pod: str, gw_mac: dict[int, str], gw_ip: dict[int, str], own: dict[int, str]) -> None:
+def pod_on_veths(lab) -> str:
+    """Figure 9 plus pod1, its eth1/eth2 on veths to the worker's vp1a/vp1b; returns pod1's namespace."""
+    cable_tg_to_worker(lab)
+    wk, pod = lab.ns("wk"), lab.add_namespace("pod1")
+    nl.veth(pod, "eth1", wk, "vp1a", lab.mtu)
+    nl.veth(pod, "eth2", wk, "vp1b", lab.mtu)
+    return pod
+
+
+def pod_router(lab, pod: str, gw_mac: dict[int, str], gw_ip: dict[int, str], own: dict[int, str]) -> None:
     """Make ``pod`` forward 198.19.1/24 <-> 198.19.2/24 between eth1 and eth2."""
     for side, ifname in ((0, "eth1"), (1, "eth2")):
         nl.add_address(pod, ifname, own[side])
@@ -75,14 +84,14 @@ def _pod_router(lab, pod: str, gw_mac: dict[int, str], gw_ip: dict[int, str], ow
     enable_forwarding(pod)
 
 
-def _pod_routes_to_tg(lab, pod: str) -> list[Stream]:
+def pod_routes_to_tg(lab, pod: str) -> list[Stream]:
     """Pod on the TG's L2 segments (198.18.1/24, 198.18.2/24): route, and send frames to it."""
-    _pod_router(lab, pod, gw_mac=_tg_macs(lab), gw_ip={0: "198.18.1.1", 1: "198.18.2.1"},
+    pod_router(lab, pod, gw_mac=tg_macs(lab), gw_ip={0: "198.18.1.1", 1: "198.18.2.1"},
                 own={0: "198.18.1.2/24", 1: "198.18.2.2/24"})
-    return _streams(lab, {0: nl.mac(pod, "eth1"), 1: nl.mac(pod, "eth2")})
+    return tg_streams(lab, {0: nl.mac(pod, "eth1"), 1: nl.mac(pod, "eth2")})
 
 
-def _streams(lab, dmac: dict[int, str]) -> list[Stream]:
+def tg_streams(lab, dmac: dict[int, str]) -> list[Stream]:
     p0, p1 = _tg_ports(lab)
     smac = {0: nl.mac(p0.ns, p0.iface), 1: nl.mac(p1.ns, p1.iface)}
     return [
@@ -91,28 +100,22 @@ def _streams(lab, dmac: dict[int, str]) -> list[Stream]:
     ]
 
 
-def _tg_macs(lab) -> dict[int, str]:
+def tg_macs(lab) -> dict[int, str]:
     return {0: nl.mac(lab.ns("tg"), "tg0"), 1: nl.mac(lab.ns("tg"), "tg1")}
 
 
 def build_linux_bridge(lab) -> list[Stream]:
     """Flannel-like: worker bridges br1 (nic0 + pod eth1) and br2 (nic1 + pod eth2)."""
-    cable_tg_to_worker(lab)
-    wk, pod = lab.ns("wk"), lab.add_namespace("pod1")
-    nl.veth(pod, "eth1", wk, "vp1a", lab.mtu)
-    nl.veth(pod, "eth2", wk, "vp1b", lab.mtu)
+    pod, wk = pod_on_veths(lab), lab.ns("wk")
     nl.bridge(wk, "br1", ["nic0", "vp1a"], lab.mtu)
     nl.bridge(wk, "br2", ["nic1", "vp1b"], lab.mtu)
-    return _pod_routes_to_tg(lab, pod)
+    return pod_routes_to_tg(lab, pod)
 
 
 def build_host_routing(lab) -> list[Stream]:
     """Calico-like: the worker's kernel routes nic0 -> pod -> nic1 (policy routing by iif)."""
-    cable_tg_to_worker(lab)
-    wk, pod = lab.ns("wk"), lab.add_namespace("pod1")
-    nl.veth(pod, "eth1", wk, "vp1a", lab.mtu)
-    nl.veth(pod, "eth2", wk, "vp1b", lab.mtu)
-    tg = _tg_macs(lab)
+    pod, wk = pod_on_veths(lab), lab.ns("wk")
+    tg = tg_macs(lab)
     wk_addr = {"nic0": "198.18.1.254/24", "nic1": "198.18.2.254/24",
                "vp1a": "198.18.11.1/30", "vp1b": "198.18.12.1/30"}
     for ifname, cidr in wk_addr.items():
@@ -129,10 +132,10 @@ def build_host_routing(lab) -> list[Stream]:
     nl.add_rule_iif(wk, "nic0", 101, 1001)
     nl.add_rule_iif(wk, "nic1", 102, 1002)
     enable_forwarding(wk)
-    _pod_router(lab, pod, gw_mac={0: nl.mac(wk, "vp1a"), 1: nl.mac(wk, "vp1b")},
+    pod_router(lab, pod, gw_mac={0: nl.mac(wk, "vp1a"), 1: nl.mac(wk, "vp1b")},
                 gw_ip={0: "198.18.11.1", 1: "198.18.12.1"},
                 own={0: "198.18.11.2/30", 1: "198.18.12.2/30"})
-    return _streams(lab, {0: nl.mac(wk, "nic0"), 1: nl.mac(wk, "nic1")})
+    return tg_streams(lab, {0: nl.mac(wk, "nic0"), 1: nl.mac(wk, "nic1")})
 
 
 def build_macvlan(lab) -> list[Stream]:
@@ -141,7 +144,7 @@ def build_macvlan(lab) -> list[Stream]:
     wk, pod = lab.ns("wk"), lab.add_namespace("pod1")
     nl.macvlan_into(wk, "nic0", pod, "eth1", lab.mtu)
     nl.macvlan_into(wk, "nic1", pod, "eth2", lab.mtu)
-    return _pod_routes_to_tg(lab, pod)
+    return pod_routes_to_tg(lab, pod)
 
 
 def build_smartnic_direct(lab) -> list[Stream]:
@@ -151,15 +154,15 @@ def build_smartnic_direct(lab) -> list[Stream]:
     wk, pod = lab.ns("wk"), lab.add_namespace("pod1")
     nl.move_link(wk, "nic0", pod, "eth1")
     nl.move_link(wk, "nic1", pod, "eth2")
-    return _pod_routes_to_tg(lab, pod)
+    return pod_routes_to_tg(lab, pod)
 
 
 def build_direct_cable(lab) -> list[Stream]:
     """No DUT: tg0 and tg1 cabled to each other (the generator's own ceiling)."""
     tg = lab.add_namespace("tg")
     nl.veth(tg, "tg0", tg, "tg1", lab.mtu)
-    macs = _tg_macs(lab)
-    return _streams(lab, {0: macs[1], 1: macs[0]})
+    macs = tg_macs(lab)
+    return tg_streams(lab, {0: macs[1], 1: macs[0]})
 
 
 #: Frames of token bucket and, again, of queue on the known-capacity path.
@@ -187,8 +190,8 @@ def build_tbf_bridge(lab, capacity_pps: float, frame_size: int) -> list[Stream]:
     for ifname in ("nic0", "nic1"):
         nl.shape_tbf(wk, ifname, rate_bytes_s=capacity_pps * wire_bytes,
                      burst_bytes=burst, limit_bytes=burst + TBF_FRAMES * wire_bytes)
-    macs = _tg_macs(lab)
-    return _streams(lab, {0: macs[1], 1: macs[0]})
+    macs = tg_macs(lab)
+    return tg_streams(lab, {0: macs[1], 1: macs[0]})
 
 
 BUILDERS = {

@@ -190,6 +190,12 @@ def macvlan_into(ns_parent: str, parent: str, ns_target: str, name: str, mtu: in
 
 
 @_off_running_loop
+def set_mtu(ns_name: str, ifname: str, mtu: int) -> None:
+    with ipr_in(ns_name) as ipr:
+        ipr.link("set", index=link_index(ipr, ifname), mtu=mtu)
+
+
+@_off_running_loop
 def move_link(ns_from: str, ifname: str, ns_to: str, new_name: str) -> None:
     """Move ``ifname`` into ``ns_to`` as ``new_name``, keeping its MTU, and set it up."""
     with ipr_in(ns_from) as ipr:

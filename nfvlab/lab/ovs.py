@@ -11,7 +11,6 @@ thread of ovs-vswitchd starts on the control CPU (``taskset``) and stays there.
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 from typing import Sequence
 
 from nfvlab.lab import testpmd
@@ -19,22 +18,12 @@ from nfvlab.lab.core import LabError
 
 VSWITCHD = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
 SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
-#: Executables this module runs -> Debian package.
-PACKAGES = {VSWITCHD: "openvswitch-switch-dpdk", "ovsdb-tool": "openvswitch-switch",
-            "ovsdb-server": "openvswitch-switch", "ovs-vsctl": "openvswitch-common",
-            "ovs-ofctl": "openvswitch-common", SCHEMA: "openvswitch-common",
-            "taskset": "util-linux"}
 #: DPDK memory of ovs-vswitchd, MB (one mempool of 1500 B MTU mbufs, rings, heap).
 MEMORY_MB = 512
 #: Longest sleep of an idle PMD thread, us (``pmd-maxsleep``). 0: never sleep.
 #: The PMD has its own CPU, so sleeping saves nothing we need and adds jitter.
 PMD_MAXSLEEP_US = 0
 BRIDGE = "br0"
-
-
-def require() -> None:
-    """LabError naming a missing OVS executable and the fix, before anything exists."""
-    testpmd.require_tools(*PACKAGES, packages=PACKAGES)
 
 
 def cpu_mask(cpus: Sequence[int]) -> str:

@@ -19,9 +19,10 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Literal, Optional
+
+from nfvlab.density import parse_ratio as ratio  # "2:1" -> 2 cores per thread set
 
 Pinning = Literal["plan", "none", "shared", "exclusive"]
 
@@ -101,17 +102,6 @@ class CorePlan:
                 **{p: fmt(c) for p, c in self.pods.items()}, "noisy": fmt(self.noisy)}
 
 
-def ratio(text: str) -> Fraction:
-    """``"2:1"`` -> 2 (cores per thread set); ``"1:2"`` -> 1/2."""
-    try:
-        a, b = (int(x) for x in text.split(":"))
-        if a <= 0 or b <= 0:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"{text!r} is not a ratio like 1:1, 2:1 or 1:2") from None
-    return Fraction(a, b)
-
-
 def host_cpus() -> tuple[int, ...]:
     """CPUs this process may use."""
     return tuple(sorted(os.sched_getaffinity(0)))
@@ -163,6 +153,12 @@ def plan(
                             f"this host has {len(nodes)} NUMA node")
     if len(cpus) < 2:
         raise NotRealizable("the embedded lab needs 2 CPUs (generator and data path); this host has 1")
+    if not vswitch and resources.pcdr4sw != "1:1":
+        raise NotRealizable(f"pcdr4sw {resources.pcdr4sw} sets vSwitch PMD cores; this model has "
+                            "no user-space vSwitch")
+    if not busy_pods and resources.pcdr4nf != "1:1":
+        raise NotRealizable(f"pcdr4nf {resources.pcdr4nf} sets NF dataplane cores; this model's "
+                            "pods forward in the kernel")
     if not busy_pods and resources.pinning != "plan":
         raise NotRealizable("CPU pinning needs a pod with a forwarding process; this model's "
                             "pods forward in the kernel (softirq of the sender's CPU)")

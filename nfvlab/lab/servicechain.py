@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Literal
 
 from nfvlab.lab import netns as nl
-from nfvlab.lab.kernel import TG_NET, Stream, _streams, _tg_macs, cable_tg_to_worker, enable_forwarding
+from nfvlab.lab.kernel import TG_NET, Stream, tg_streams, tg_macs, cable_tg_to_worker, enable_forwarding
 
 Topology = Literal["csc", "csp"]
 TOPOLOGIES: tuple[str, ...] = ("csc", "csp")
@@ -42,14 +42,16 @@ def build_service_matrix(lab, *, topology: Topology, instances: int, nfs: int) -
         raise ValueError(f"{instances} x {nfs} NFs: at most {MAX_NFS} in one lab")
     cable_tg_to_worker(lab)
     wk = lab.ns("wk")
-    tg = _tg_macs(lab)
+    tg = tg_macs(lab)
     chains = [[(i * nfs) + j + 1 for j in range(nfs)] for i in range(instances)]
     pods = {n: lab.add_namespace(f"pod{n}") for chain in chains for n in chain}
+    worker_ports: set[str] = set()
     for chain in chains:
         for j, n in enumerate(chain):
             to_worker = [0, 1] if topology == "csc" else ([0] if j == 0 else []) + ([1] if j == len(chain) - 1 else [])
             for side in to_worker:
                 port = f"p{n}{'ab'[side]}"
+                worker_ports.add(port)
                 nl.veth(pods[n], f"eth{side + 1}", wk, port, lab.mtu)
                 nl.add_address(wk, port, f"{_nf_ip(n, side, True)}/29")
                 nl.add_address(pods[n], f"eth{side + 1}", f"{_nf_ip(n, side, False)}/29")
@@ -59,12 +61,12 @@ def build_service_matrix(lab, *, topology: Topology, instances: int, nfs: int) -
                 nl.add_address(pods[prev], "eth2", f"198.18.{120 + n}.1/30")
                 nl.add_address(pods[n], "eth1", f"198.18.{120 + n}.2/30")
     _route_nfs(lab, chains, pods, topology)
-    _route_worker(lab, chains, pods, topology, tg)
+    _route_worker(lab, chains, pods, topology, tg, worker_ports)
     wk_mac = {0: nl.mac(wk, "nic0"), 1: nl.mac(wk, "nic1")}
-    return _streams(lab, wk_mac)
+    return tg_streams(lab, wk_mac)
 
 
-def _hop(lab, pods, chains, topology, n: int, j: int, chain: list[int], side: int) -> tuple[str, str, str]:
+def _hop(lab, pods, topology, n: int, j: int, chain: list[int], side: int) -> tuple[str, str, str]:
     """Where NF ``n`` (position ``j``) sends traffic leaving through eth(side+1):
     (namespace of the next hop's MAC, its interface, its IP)."""
     wk = lab.ns("wk")
@@ -82,13 +84,13 @@ def _route_nfs(lab, chains, pods, topology) -> None:
     for chain in chains:
         for j, n in enumerate(chain):
             for side, net in ((1, TG_NET[1]), (0, TG_NET[0])):
-                ns, ifname, ip = _hop(lab, pods, chains, topology, n, j, chain, side)
+                ns, ifname, ip = _hop(lab, pods, topology, n, j, chain, side)
                 nl.add_neighbour(pods[n], f"eth{side + 1}", ip, nl.mac(ns, ifname))
                 nl.add_route(pods[n], f"{net}.0/24", ip, f"eth{side + 1}")
             enable_forwarding(pods[n])
 
 
-def _route_worker(lab, chains, pods, topology, tg: dict[int, str]) -> None:
+def _route_worker(lab, chains, pods, topology, tg: dict[int, str], worker_ports: set[str]) -> None:
     """Worker: ECMP into the instances, then steer by ingress port (policy routing)."""
     wk = lab.ns("wk")
     nl.add_address(wk, "nic0", "198.18.1.254/24")
@@ -99,7 +101,7 @@ def _route_worker(lab, chains, pods, topology, tg: dict[int, str]) -> None:
         for n in chain:
             for side in (0, 1):
                 port = f"p{n}{'ab'[side]}"
-                if nl.link_exists(wk, port):
+                if port in worker_ports:
                     nl.add_neighbour(wk, port, _nf_ip(n, side, False), nl.mac(pods[n], f"eth{side + 1}"))
     table = iter(range(1000, 100000))
     # Forward (to 198.19.2/24): nic0 -> first NFs; reverse: nic1 -> last NFs.
@@ -114,7 +116,7 @@ def _route_worker(lab, chains, pods, topology, tg: dict[int, str]) -> None:
         for j, n in enumerate(chain):
             for side in (0, 1):
                 port = f"p{n}{'ab'[side]}"
-                if not nl.link_exists(wk, port):
+                if port not in worker_ports:
                     continue
                 nxt = j + (1 if side == 1 else -1)
                 if 0 <= nxt < len(chain) and topology == "csc":

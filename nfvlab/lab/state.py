@@ -103,14 +103,21 @@ class LabState:
         return process_start_time(self.owner_pid) == self.owner_start_time
 
 
-def process_start_time(pid: int) -> Optional[int]:
-    """Start time (clock ticks since boot) of ``pid``, or ``None`` if it does not exist."""
+def _proc_stat(pid: int) -> Optional[tuple[str, int]]:
+    """(state letter, start time in clock ticks since boot) of ``pid``; ``None`` if it does not exist."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # comm (field 2) may contain spaces and parentheses: split after the last ')'.
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[0], int(fields[19])
+
+
+def process_start_time(pid: int) -> Optional[int]:
+    """Start time (clock ticks since boot) of ``pid``, or ``None`` if it does not exist."""
+    st = _proc_stat(pid)
+    return st[1] if st else None
 
 
 def all_states() -> list[LabState]:
@@ -174,12 +181,8 @@ def _exited(rec: ProcessRecord) -> bool:
     A zombie has exited; it waits only for its parent (the lab's own process,
     which holds no Popen.wait for spawned daemons) to reap it.
     """
-    try:
-        stat = Path(f"/proc/{rec.pid}/stat").read_text()
-    except OSError:
-        return True
-    fields = stat.rsplit(")", 1)[1].split()
-    return int(fields[19]) != rec.start_time or fields[0] == "Z"
+    st = _proc_stat(rec.pid)
+    return st is None or st[1] != rec.start_time or st[0] == "Z"
 
 
 def kill_process(rec: ProcessRecord, timeout_s: float = 3.0) -> bool:

@@ -18,7 +18,6 @@ dir ``/var/run/dpdk/<prefix>``: both globs are recorded for teardown.
 from __future__ import annotations
 
 import glob
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,13 +44,6 @@ TESTPMD_MEMORY_MB = 256
 STATS_PERIOD_S = 10
 #: What testpmd prints once its forwarding lcore runs (no "Press Ctrl+C" line in 22.11).
 READY_LINE = "forwards packets on"
-
-
-def require_tools(*tools: str, packages: dict[str, str]) -> None:
-    """LabError naming the first missing executable and the fix (before anything exists)."""
-    for tool in tools:
-        if not (Path(tool).exists() if tool.startswith("/") else shutil.which(tool)):
-            raise LabError(f"missing {tool} (Debian package {packages.get(tool, '?')}): run `./run setup`")
 
 
 def require_pmds(*drivers: str) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from nfvlab.lab import catalogue, kernel, ovs, testpmd
+from nfvlab.lab import kernel, ovs, testpmd
 from nfvlab.lab import netns as nl
 from nfvlab.lab.kernel import Stream
 from nfvlab.lab.ovs import Ovs
@@ -49,12 +49,8 @@ def pod_mac(pod: int, port: int) -> str:
 # -- preflight ---------------------------------------------------------------
 
 def _preflight(lab, *, vswitch: bool, drivers: tuple[str, ...], memory_mb: list[int]) -> None:
-    """Tools, DPDK drivers and hugepages, checked before anything else exists."""
-    if vswitch:
-        ovs.require()
-    testpmd.require_tools(testpmd.TESTPMD, packages={testpmd.TESTPMD: "dpdk"})
+    """DPDK drivers and hugepages, checked before anything else exists (tools: the catalogue)."""
     testpmd.require_pmds(*drivers)
-    lab.core_plan = catalogue.core_plan(catalogue.get(lab.model), lab.resources)
     testpmd.reserve_hugepages(lab, memory_mb)
 
 
@@ -64,18 +60,12 @@ def _memory(pods: int, vswitch: bool = True) -> list[int]:
 
 # -- links ---------------------------------------------------------------------
 
-@nl._off_running_loop
-def set_mtu(ns_name: str, ifname: str, mtu: int) -> None:
-    with nl.ipr_in(ns_name) as ipr:
-        ipr.link("set", index=nl.link_index(ipr, ifname), mtu=mtu)
-
-
 def _xdp_cables(lab) -> None:
     """TG-worker cables at :data:`XDP_MTU` (an XDP program goes on the worker ends)."""
     kernel.cable_tg_to_worker(lab)
     for side in (0, 1):
-        set_mtu(lab.ns("tg"), f"tg{side}", XDP_MTU)
-        set_mtu(lab.ns("wk"), f"nic{side}", XDP_MTU)
+        nl.set_mtu(lab.ns("tg"), f"tg{side}", XDP_MTU)
+        nl.set_mtu(lab.ns("wk"), f"nic{side}", XDP_MTU)
 
 
 # -- port kinds ----------------------------------------------------------------
@@ -141,7 +131,7 @@ def _ovs_vhost_pod(lab, nic_kind: str) -> list[Stream]:
                drivers=("net_virtio_user", "net_af_packet") if nic_kind != "afxdp" else ("net_virtio_user",))
     (_xdp_cables if nic_kind == "afxdp" else kernel.cable_tg_to_worker)(lab)
     pod = lab.add_namespace("pod1")
-    tg = kernel._tg_macs(lab)
+    tg = kernel.tg_macs(lab)
     sw = _start_ovs(lab)
     add_nic_ports(sw, nic_kind)
     ports = [virtio_user_port(lab, 1, i, tg[i]) for i in (0, 1)]
@@ -150,7 +140,7 @@ def _ovs_vhost_pod(lab, nic_kind: str) -> list[Stream]:
         add_vhost_port(lab, sw, f"vhu-pod1-{i}", 3 + i, _sock(lab, f"vhu-pod1-{i}"), proc)
     testpmd.wait_forwarding(lab, "pod1", proc)
     sw.cross_connect([(NIC_OFPORT[0], 3), (4, NIC_OFPORT[1])])
-    return kernel._streams(lab, {0: pod_mac(1, 0), 1: pod_mac(1, 1)})
+    return kernel.tg_streams(lab, {0: pod_mac(1, 0), 1: pod_mac(1, 1)})
 
 
 def build_ovs_dpdk_vhost(lab) -> list[Stream]:
@@ -168,7 +158,7 @@ def build_ovs_dpdk_memif(lab) -> list[Stream]:
     _preflight(lab, vswitch=True, memory_mb=_memory(1), drivers=("net_memif", "net_af_packet"))
     kernel.cable_tg_to_worker(lab)
     pod = lab.add_namespace("pod1")
-    tg = kernel._tg_macs(lab)
+    tg = kernel.tg_macs(lab)
     sw = _start_ovs(lab)
     add_nic_ports(sw, "af_packet")
     for i in (0, 1):
@@ -178,7 +168,7 @@ def build_ovs_dpdk_memif(lab) -> list[Stream]:
                                        queues=2)
     testpmd.wait_forwarding(lab, "pod1", proc)
     sw.cross_connect([(NIC_OFPORT[0], 3), (4, NIC_OFPORT[1])])
-    return kernel._streams(lab, {0: pod_mac(1, 0), 1: pod_mac(1, 1)})
+    return kernel.tg_streams(lab, {0: pod_mac(1, 0), 1: pod_mac(1, 1)})
 
 
 def build_afxdp_cni(lab) -> list[Stream]:
@@ -186,14 +176,14 @@ def build_afxdp_cni(lab) -> list[Stream]:
     _preflight(lab, vswitch=False, memory_mb=_memory(1, vswitch=False), drivers=("net_af_xdp",))
     _xdp_cables(lab)
     pod = lab.add_namespace("pod1")
-    tg = kernel._tg_macs(lab)
+    tg = kernel.tg_macs(lab)
     for side in (0, 1):
         nl.move_link(lab.ns("wk"), f"nic{side}", pod, f"eth{side + 1}")
     ports = [af_xdp_port(i, f"eth{i + 1}", tg[i]) for i in (0, 1)]
     proc = testpmd.start_pod_forwarder(lab, "pod1", ports, ns=pod, cpus=lab.core_plan.pods["pod1"],
                                        bpffs=True)
     testpmd.wait_forwarding(lab, "pod1", proc)
-    return kernel._streams(lab, {0: nl.mac(pod, "eth1"), 1: nl.mac(pod, "eth2")})
+    return kernel.tg_streams(lab, {0: nl.mac(pod, "eth1"), 1: nl.mac(pod, "eth2")})
 
 
 def build_chain_userspace(lab) -> list[Stream]:
@@ -201,7 +191,7 @@ def build_chain_userspace(lab) -> list[Stream]:
     _preflight(lab, vswitch=True, memory_mb=_memory(2), drivers=("net_virtio_user", "net_af_packet"))
     kernel.cable_tg_to_worker(lab)
     pods = {n: lab.add_namespace(f"pod{n}") for n in (1, 2)}
-    tg = kernel._tg_macs(lab)
+    tg = kernel.tg_macs(lab)
     sw = _start_ovs(lab)
     add_nic_ports(sw, "af_packet")
     peers = {1: (tg[0], pod_mac(2, 0)), 2: (pod_mac(1, 1), tg[1])}
@@ -217,7 +207,7 @@ def build_chain_userspace(lab) -> list[Stream]:
         testpmd.wait_forwarding(lab, f"pod{n}", procs[n])
     sw.cross_connect([(NIC_OFPORT[0], ofport[1, 0]), (ofport[1, 1], ofport[2, 0]),
                       (ofport[2, 1], NIC_OFPORT[1])])
-    return kernel._streams(lab, {0: pod_mac(1, 0), 1: pod_mac(2, 1)})
+    return kernel.tg_streams(lab, {0: pod_mac(1, 0), 1: pod_mac(2, 1)})
 
 
 def build_chain_combined(lab) -> list[Stream]:
@@ -225,7 +215,7 @@ def build_chain_combined(lab) -> list[Stream]:
     _preflight(lab, vswitch=True, memory_mb=_memory(2), drivers=("net_virtio_user", "net_af_xdp"))
     _xdp_cables(lab)
     pods = {n: lab.add_namespace(f"pod{n}") for n in (1, 2)}
-    tg = kernel._tg_macs(lab)
+    tg = kernel.tg_macs(lab)
     nl.move_link(lab.ns("wk"), "nic0", pods[1], "eth1")
     nl.move_link(lab.ns("wk"), "nic1", pods[2], "eth2")
     sw = _start_ovs(lab)
@@ -240,7 +230,7 @@ def build_chain_combined(lab) -> list[Stream]:
     for n in (1, 2):
         testpmd.wait_forwarding(lab, f"pod{n}", procs[n])
     sw.cross_connect([(3, 4)])
-    return kernel._streams(lab, {0: nl.mac(pods[1], "eth1"), 1: nl.mac(pods[2], "eth2")})
+    return kernel.tg_streams(lab, {0: nl.mac(pods[1], "eth1"), 1: nl.mac(pods[2], "eth2")})
 
 
 BUILDERS: dict[str, Callable] = {
