@@ -18,6 +18,7 @@ from nfvlab import calibrate, measure
 from nfvlab.lab import catalogue
 from nfvlab.lab.core import Lab
 from nfvlab.params import SearchParams, TrafficParams
+from nfvlab.search import SearchError
 
 FRAME_SIZES = (64, 1518)
 SEARCH = SearchParams(method="mlrsearch", pdr_loss_ratio=None, relative_width=0.02,
@@ -45,12 +46,15 @@ def main(models: list[str]) -> int:
             rows = []
             for fs in FRAME_SIZES:
                 meas = measure.measurer(gen, fs, traffic)
-                res = measure.search(meas, fs, SEARCH, max_rate_pps=measure.default_max_rate("10GbE", fs),
-                                     progress=False)[0]
-                rows.append((fs, res))
+                try:
+                    rows.append((fs, measure.search(meas, fs, SEARCH, progress=False,
+                                                    max_rate_pps=measure.default_max_rate("10GbE", fs))[0]))
+                except SearchError as err:
+                    rows.append((fs, err))
         for fs, res in rows:
-            print(f"{name:<16} {fs:>5} {res.throughput_pps / 1e3:>9.1f} {ceilings[fs] / 1e3:>8.1f} "
-                  f"{str(res.generator_limited):>7} {lab.setup_s:>8.2f} {lab.teardown_s:>7.2f}")
+            found = f"search failed: {res}" if isinstance(res, SearchError) else (
+                f"{res.throughput_pps / 1e3:>9.1f} {ceilings[fs] / 1e3:>8.1f} {str(res.generator_limited):>7}")
+            print(f"{name:<16} {fs:>5} {found} {lab.setup_s:>8.2f} {lab.teardown_s:>7.2f}")
     print(f"total {time.monotonic() - t0:.0f} s")
     return 0
 

@@ -98,8 +98,8 @@ MODELS: tuple[Model, ...] = (
           "Userspace CNI + OVS-DPDK (VPP in the draft)", "pod1 -> OVS-DPDK -> pod2, all ports vhost-user",
           tools=OVS_TOOLS, kernel=("veth",), pods=2, vswitch=True, busy_pods=("pod1", "pod2")),
     Model("chain-combined", "4.1.5", "combination", "Two-pod chain, direct N-S + user-space E-W",
-          "SR-IOV + VPP (draft Appendix C)", "N-S on direct ports, E-W pod1 -> OVS-DPDK -> pod2",
-          tools=OVS_TOOLS, kernel=("veth", "bpf", "af_xdp"), pods=2, vswitch=True,
+          "SR-IOV + VPP (draft Appendix C)", "N-S on direct ports (af_packet), E-W pod1 -> OVS-DPDK -> pod2",
+          tools=OVS_TOOLS, kernel=("veth",), pods=2, vswitch=True,
           busy_pods=("pod1", "pod2")),
 )
 
