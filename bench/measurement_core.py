@@ -17,8 +17,9 @@ import sys
 import time
 
 from nfvlab import calibrate
-from nfvlab.lab import kernel
-from nfvlab.lab.core import Lab
+from nfvlab.labs.embedded import EmbeddedLab
+from nfvlab.params import GeneratorParams
+from nfvlab.scenario import KnownPath, Scenario
 from nfvlab.search import mlrsearch, ndr_pdr_bisect, total_cost
 from nfvlab.traffic.embedded import EmbeddedGenerator
 from nfvlab.trial import GeneratorMeasurer
@@ -32,9 +33,12 @@ def main() -> int:
     t_start = time.monotonic()
     print("== 1. generator ceiling on a direct cable (zero-loss, bidirectional, per direction)")
     ceilings = {}
+    backend, gen_params = EmbeddedLab(), GeneratorParams()
+    cal = calibrate.Calibration.load()
     for fs in FRAME_SIZES:
-        r = calibrate.generator_ceiling(fs, duration_s=DURATION_S)
-        calibrate.save_ceiling(fs, r, bidirectional=True)
+        r, identity = calibrate.generator_ceiling(backend, gen_params, fs, duration_s=DURATION_S)
+        cal.put(identity, fs, r, bidirectional=True)
+        cal.save()
         ceilings[fs] = r.throughput_pps
         print(f"  {fs:>5} B: {r.throughput_pps:>10,.0f} pps   ({r.n_trials} trials)")
 
@@ -44,7 +48,8 @@ def main() -> int:
           f"RFC 2544 bisection, width {WIDTH:.1%})")
     worst = 0.0
     for fs in FRAME_SIZES:
-        r, err = calibrate.check_known_path(fs, capacity, duration_s=DURATION_S, relative_width=WIDTH)
+        r, err = calibrate.check_known_path(backend, gen_params, fs, capacity, duration_s=DURATION_S,
+                                            relative_width=WIDTH)
         worst = max(worst, abs(err))
         print(f"  {fs:>5} B: NDR {r.throughput_pps:>10,.0f} pps  error {err:+.2%}  ({r.n_trials} trials)")
     print(f"  worst |error| {worst:.2%}  (target <= 2 %: {'met' if worst <= 0.02 else 'NOT met'})")
@@ -52,7 +57,8 @@ def main() -> int:
     print("\n== 3. repeatability: 5 NDR searches at 64 B on the same tbf path")
     ndrs = []
     for _ in range(5):
-        r, _err = calibrate.check_known_path(64, capacity, duration_s=DURATION_S, relative_width=WIDTH)
+        r, _err = calibrate.check_known_path(backend, gen_params, 64, capacity, duration_s=DURATION_S,
+                                             relative_width=WIDTH)
         ndrs.append(r.throughput_pps)
     cv = statistics.stdev(ndrs) / statistics.mean(ndrs)
     print("  NDRs: " + ", ".join(f"{x:,.0f}" for x in ndrs))
@@ -61,9 +67,8 @@ def main() -> int:
     print(f"\n== 4. NDR + PDR(0.5 %) at width {WIDTH:.1%}, final trials {DURATION_S:g} s: "
           "MLRsearch vs RFC 2544 bisection")
     cost = {}
-    builder = lambda lab: kernel.build_tbf_bridge(lab, capacity, 64)  # noqa: E731
-    with Lab("tbf-bridge", builder=builder) as lab:
-        gen = EmbeddedGenerator(lab.streams, tracker=lab)
+    with backend.open(Scenario("tbf-bridge", known_path=KnownPath(capacity, 64))) as session:
+        gen = EmbeddedGenerator(session.streams, tracker=session.tracker)
         meas = GeneratorMeasurer(gen, 64, bidirectional=False)
         lo, hi = capacity / 4, capacity * 2
         b = ndr_pdr_bisect(meas, lo, hi, pdr_loss_ratio=0.005, relative_width=WIDTH, duration_s=DURATION_S)

@@ -21,8 +21,8 @@ from typing import Callable, Iterable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from nfvlab import density, linerate, reference, results, stats
-from nfvlab.lab import catalogue
+from nfvlab import linerate, reference, results, stats
+from nfvlab.scenario import catalogue, density
 from nfvlab.plots.bars import grouped_bars
 from nfvlab.plots.heatmap import matrix_heatmap
 from nfvlab.plots.output import figure_style, new_figure, save_png
@@ -38,111 +38,6 @@ DRAFT_A_ANALOGUES = {
     "userspace-vpp": "ovs-dpdk-vhost",
     "ebpf-ovs-afxdp": "ovs-afxdp",
 }
-
-
-def throughput_table(records: PathLike, models: list[str], goal: str = "ndr",
-                     searches: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Throughput per model and frame size with statistics over repetitions.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model``, ``section`` (draft), ``frame_size``, ``status`` (``measured`` or
-        ``not realizable: <why>``), ``n``, ``mean_pps`` / ``ci_low_pps`` /
-        ``ci_high_pps`` (per direction, 95 % t-interval), ``cv``, ``mean_gbps_l1``
-        / ``mean_gbps_l2`` (per direction), ``generator_limited`` (any repetition).
-    """
-    s = results.searches_frame(records) if searches is None else searches
-    s = s[s["goal"] == goal]
-    summ = stats.summarize(s, ["model", "frame_size"], "throughput_pps")
-    lim = s.groupby(["model", "frame_size"])["generator_limited"].agg(lambda v: bool(v.fillna(False).any()))
-    nr = results.not_realizable_frame(records)
-    reasons = dict(zip(nr["model"], nr["reason"]))
-    sizes = sorted(set(s["frame_size"]), key=stats.level_sort_key) if len(s) else []
-    rows = []
-    for m in models:
-        for fs in sizes:
-            hit = summ[(summ["model"] == m) & (summ["frame_size"] == fs)]
-            base = {"model": m, "section": catalogue.get(m).section, "frame_size": fs}
-            if hit.empty:
-                rows.append({**base, "status": f"not realizable: {reasons.get(m, 'not measured')}", "n": 0})
-                continue
-            h = hit.iloc[0]
-            rows.append({**base, "status": "measured", "n": int(h["n"]), "mean_pps": h["mean"],
-                         "ci_low_pps": h["ci_low"], "ci_high_pps": h["ci_high"], "cv": h["cv"],
-                         "mean_gbps_l1": linerate.pps_to_gbps(h["mean"], fs, 1),
-                         "mean_gbps_l2": linerate.pps_to_gbps(h["mean"], fs, 2),
-                         "generator_limited": bool(lim.get((m, fs), False))})
-    cols = ["model", "section", "frame_size", "status", "n", "mean_pps", "ci_low_pps", "ci_high_pps",
-            "cv", "mean_gbps_l1", "mean_gbps_l2", "generator_limited"]
-    return pd.DataFrame(rows, columns=cols)
-
-
-def claims_a(searches: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
-    """The draft's A.2 claim, evaluated per frame size on the local analogues.
-
-    A.2: "SR-IOV and eBPF using AFXDP-CNI have the best performances, followed by
-    VPP vSwitch and eBPF using OVS-AFXDP" -> for each of SR-IOV and AFXDP-CNI the
-    order (it, VPP, OVS-AFXDP) must hold with significant adjacent differences.
-
-    ``searches`` is :func:`nfvlab.results.searches_frame` of the records and
-    ``table`` is :func:`throughput_table` of them.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``claim``, ``frame_size``, ``holds`` (True / False / None = not testable),
-        ``detail``.
-    """
-    s = searches[searches["goal"] == "ndr"]
-    status = dict(zip(table["model"], table["status"]))
-    a = DRAFT_A_ANALOGUES
-    rows = []
-    for best in (a["smartnic-sriov"], a["ebpf-afxdp-cni"]):
-        order = [best, a["userspace-vpp"], a["ebpf-ovs-afxdp"]]
-        claim = f"A.2: {order[0]} > {order[1]} > {order[2]} (draft: SR-IOV/AFXDP-CNI > VPP > OVS-AFXDP)"
-        missing = [m for m in order if not str(status.get(m, "")).startswith("measured")]
-        sizes = sorted(set(table["frame_size"]), key=stats.level_sort_key)
-        for fs in sizes:
-            if missing:
-                why = "; ".join(f"{m}: {status.get(m, 'not in the experiment')}" for m in missing)
-                rows.append({"claim": claim, "frame_size": fs, "holds": None,
-                             "detail": f"not testable on this host ({why})"})
-                continue
-            sub = s[(s["frame_size"] == fs) & s["model"].isin(order)]
-            summ = stats.summarize(sub, "model", "throughput_pps")
-            comp = stats.compare(sub, "model", "throughput_pps")
-            verdict = stats.claim_order(summ, "model", order, compare_df=comp)
-            rows.append({"claim": claim, "frame_size": fs, "holds": verdict["holds"], "detail": verdict["detail"]})
-    return pd.DataFrame(rows, columns=["claim", "frame_size", "holds", "detail"])
-
-
-def figure_a(table: pd.DataFrame, path: PathLike, dpi: int = 110) -> Path:
-    """Measured zero-loss throughput vs frame size per realizable model (per direction), 95 % CI bars."""
-    return throughput_figure(table, "Experiment A (measured on this host, embedded lab):\n"
-                                    "zero-loss throughput per direction, mean of repetitions, 95 % CI",
-                             Path(path), dpi)
-
-
-def throughput_figure(table: pd.DataFrame, title: str, path: Path, dpi: int = 110) -> Path:
-    """NDR (kpps per direction) vs frame size, one line per model, CI error bars, of a table's measured rows."""
-    data = table[table["status"] == "measured"]
-    with figure_style(dpi):
-        fig = new_figure((7.0, 4.4))
-        ax = fig.subplots()
-        if data.empty:
-            ax.text(0.5, 0.5, "no model realizable on this host", ha="center", va="center")
-        else:
-            throughput_vs_frame_size(_kpps(data), y="mean_kpps", hue="model", ax=ax, x_scale="log2",
-                                     ci_low="ci_low_kpps", ci_high="ci_high_kpps", title=title,
-                                     ylabel="NDR [kpps per direction]")
-        return save_png(fig, Path(path))
-
-
-def write_experiment_a(records: PathLike, params_models: list[str], out_tables: PathLike,
-                       out_figures: PathLike, metrics: PathLike) -> list[Path]:
-    """Write table, claims, reference-beside table, figure and metrics of experiment A."""
-    return write_experiment("a", records, params_models, out_tables, out_figures, metrics)
 
 
 # ---------------------------------------------------------------------------
@@ -168,7 +63,12 @@ NUMA_FRAME_SIZE = 1518
 DENSITY_PCDR4SW = "(1:1)"
 #: Columns of :func:`config_table` after the configuration columns.
 STAT_COLUMNS = ["status", "n", "mean_pps", "ci_low_pps", "ci_high_pps", "cv", "gbps_l1", "generator_limited"]
-CLAIM_COLUMNS = ["claim", "condition", "holds", "detail"]
+CLAIM_COLUMNS = ["claim", "condition", "verdict", "pair", "test", "p_adjusted", "effect_size",
+                 "effect_size_kind", "n", "detail"]
+"""Columns of a claims table: one row per claim and condition; ``verdict`` is one of
+:data:`nfvlab.stats.VERDICTS`; ``pair``/``test``/``p_adjusted`` (Holm over the claim's
+pairs)/``effect_size`` (positive: the claimed larger level is larger)/``n`` describe the
+pair that decided the verdict; ``detail`` lists every pair."""
 _PUBLISHED_NOTE = "40 GbE testbed of the draft, not this host"
 
 
@@ -250,6 +150,11 @@ def config_table(searches: pd.DataFrame, notes: pd.DataFrame, grid: dict[str, Se
     return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS])
 
 
+def status_kind(status: str) -> str:
+    """``measured`` | ``search failed`` | ``not realizable`` | ``not measured`` of a table's ``status``."""
+    return str(status).split(":")[0]
+
+
 def _beside(table: pd.DataFrame, published: pd.DataFrame, on: dict[str, str], value: str,
             name: str) -> pd.DataFrame:
     """``table`` with ``published[value]`` as column ``name``, matched on ``on`` (table -> published column)."""
@@ -264,21 +169,13 @@ def _chains_text(chains: Sequence[Sequence]) -> str:
 
 
 def _verdict(searches: pd.DataFrame, by: str, chains: Sequence[Sequence]) -> dict:
-    """Every chain (levels in expected decreasing order) holds with significant adjacent pairs.
-
-    One :func:`nfvlab.stats.compare` over the claim's adjacent pairs (Holm over
-    them), then :func:`nfvlab.stats.claim_order` per chain.
-    """
+    """The claim's verdict from one :func:`nfvlab.stats.compare` over its adjacent pairs (Holm over them)."""
     pairs = list(dict.fromkeys((hi, lo) for c in chains for hi, lo in zip(c, c[1:])))
     levels = list(dict.fromkeys(v for c in chains for v in c))
     sub = searches[searches[by].isin(levels)]
-    summ = stats.summarize(sub, by, "throughput_pps")
     comp = stats.compare(sub, by, "throughput_pps", groups=pairs)
-    verdicts = [stats.claim_order(summ, by, list(c), compare_df=comp) for c in chains]
-    holds = None if any(v["holds"] is None for v in verdicts) else all(v["holds"] for v in verdicts)
-    detail = "; ".join(v["detail"] if len(chains) == 1 else f"{' > '.join(map(str, c))}: {v['detail']}"
-                       for c, v in zip(chains, verdicts))
-    return {"holds": holds, "detail": detail}
+    v = stats.claim_verdict(comp, chains)
+    return {k: v[k] for k in CLAIM_COLUMNS if k in v}
 
 
 def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches: pd.DataFrame, by: str,
@@ -305,7 +202,7 @@ def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches:
     -------
     list of dict
         :data:`CLAIM_COLUMNS` rows. When a level is not measured: one row with
-        ``holds`` None ("not testable on this host (<level>: <why>; ...)") and,
+        verdict ``not testable`` ("on this host: <level>: <why>; ...") and,
         if at least two levels of a chain were measured, one row for the
         testable part of the claim (the chains restricted to measured levels),
         judged like a full claim.
@@ -315,8 +212,8 @@ def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches:
     rows = []
     if missing:
         why = "; ".join(f"{v}: {status.get(v, 'not in the experiment')}" for v in missing)
-        rows.append({"claim": claim, "condition": condition, "holds": None,
-                     "detail": f"not testable on this host ({why})"})
+        rows.append({"claim": claim, "condition": condition, "verdict": "not testable", "n": 0,
+                     "detail": f"on this host: {why}"})
         chains = list(dict.fromkeys(tuple(v for v in c if v not in missing) for c in chains))
         chains = [c for c in chains if len(c) >= 2]
         if not chains:
@@ -366,7 +263,7 @@ def tables_b(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
     grid = {"model": models,
             "pinning": _levels(s["pinning"], notes["pinning"], order=reference.PINNING_ORDER),
             "numa": _levels(s["numa"], notes["numa"]),
-            "frame_size": _levels(s["frame_size"], default=DEFAULT_FRAME_SIZES["b"])}
+            "frame_size": _levels(s["frame_size"], notes["frame_size"], default=DEFAULT_FRAME_SIZES["b"])}
     pub = reference.pinning_numa()
     table = _beside(config_table(s, notes, grid, "ndr"), pub,
                     {"pinning": "pinning", "numa": "scenario", "frame_size": "frame_size"},
@@ -400,7 +297,7 @@ def tables_c(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
         nodes (s2, s3, s5, s6) degrades" (s1 above each of s2..s6) per model.
     """
     s, notes, models = _inputs(records, "c", models)
-    sizes = _levels(s["frame_size"], default=DEFAULT_FRAME_SIZES["c"])
+    sizes = _levels(s["frame_size"], notes["frame_size"], default=DEFAULT_FRAME_SIZES["c"])
     s1, s1_notes = _select(s, numa=["s1", None]), _select(notes, numa=["s1", None])
     draft = {v: k for k, v in DRAFT_C_ANALOGUES.items()}
     comb = config_table(s1, s1_notes, {"model": models, "frame_size": sizes}, "ndr")
@@ -447,15 +344,15 @@ def tables_d(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
         direction), then per published testbed ``published_mrr_mpps_<testbed_id>``
         / ``published_raw_<testbed_id>`` (density note, pcdr4sw (1:1); ``---`` =
         out of cores there, ``???`` = not measured), ``total_nfs``,
-        ``seed_nf_cores`` (the note's core-usage view, :func:`nfvlab.density.core_usage_view`),
-        ``seed_total_cores`` (with the switch, :func:`nfvlab.density.core_plan`),
+        ``seed_nf_cores`` (the note's core-usage view, :func:`nfvlab.scenario.density.core_usage_view`),
+        ``seed_total_cores`` (with the switch, :func:`nfvlab.scenario.density.core_plan`),
         ``userspace_dataplane_cores`` (one core per dataplane thread set at
         pcdr4nf = pcdr4sw = (1:1): each NF plus the switch), ``host_cpus`` and
         ``userspace_fits_host`` (``userspace_dataplane_cores <= host_cpus``).
     """
     s, notes, models = _inputs(records, "d", models)
     grid = {"model": models, "topology": _levels(s["topology"], notes["topology"]),
-            "frame_size": _levels(s["frame_size"], default=DEFAULT_FRAME_SIZES["d"]),
+            "frame_size": _levels(s["frame_size"], notes["frame_size"], default=DEFAULT_FRAME_SIZES["d"]),
             "instances": _levels(s["instances"], notes["instances"]),
             "nfs": _levels(s["nfs"], notes["nfs"])}
     table = config_table(s, notes, grid, "mrr")
@@ -548,15 +445,15 @@ def _metric_values(table: pd.DataFrame, keys: list[str], unit: str, prefix: str 
 
 
 def _claim_counts(claims: pd.DataFrame) -> dict:
-    h = claims["holds"]
-    return {"claims/holds": int((h == True).sum()), "claims/does_not_hold": int((h == False).sum()),  # noqa: E712
-            "claims/not_testable": int(h.isna().sum())}
+    v = claims["verdict"]
+    return {f"claims/{name.replace(' ', '_')}": int((v == name).sum()) for name in stats.VERDICTS}
 
 
 def metrics_values(letter: str, tabs: dict[str, pd.DataFrame]) -> dict:
     """The DVC metrics of an experiment: mean rate of every measured configuration, kpps (and claim counts)."""
     if letter == "a":
-        return _metric_values(tabs["throughput"], ["model", "frame_size"], "ndr_kpps")
+        return {**_metric_values(tabs["throughput"], ["model", "frame_size"], "ndr_kpps"),
+                **_claim_counts(tabs["claims"])}
     if letter == "b":
         return {**_metric_values(tabs["pinning_numa"], ["model", "pinning", "numa", "frame_size"], "ndr_kpps"),
                 **_claim_counts(tabs["claims"])}
@@ -568,14 +465,69 @@ def metrics_values(letter: str, tabs: dict[str, pd.DataFrame]) -> dict:
 
 
 def tables_a(records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
-    """Experiment A: ``throughput`` (:func:`throughput_table`), ``claims`` (:func:`claims_a`), ``published``."""
-    searches = results.searches_frame(records)
-    if models is None:
-        models = _levels(searches["model"], results.not_realizable_frame(records)["model"])
-    table = throughput_table(records, models, searches=searches)
+    """Experiment A (Appendix A, Figure 10): zero-loss throughput of each model over frame sizes.
+
+    Returns
+    -------
+    dict
+        ``throughput``: :func:`config_table` over model x frame size (ndr), with
+        ``section`` (draft) after ``model`` and ``gbps_l2`` (mean at L2, per direction)
+        at the end; ``claims``: A.2 per frame size on the local analogues
+        (:data:`DRAFT_A_ANALOGUES`), :data:`CLAIM_COLUMNS`; ``published``: the
+        draft's Figure 10 values (40 GbE testbed, not this host) with ``local_analogue``.
+    """
+    s, notes, models = _inputs(records, "a", models)
+    sizes = _levels(s["frame_size"], notes["frame_size"], default=(64, 1518))
+    table = config_table(s, notes, {"model": models, "frame_size": sizes}, "ndr")
+    table.insert(1, "section", [catalogue.get(m).section for m in table["model"]])
+    table["gbps_l2"] = [linerate.pps_to_gbps(v, fs, 2) if pd.notna(v) else np.nan
+                        for v, fs in zip(table["mean_pps"], table["frame_size"])]
+    a = DRAFT_A_ANALOGUES
+    rows = []
+    for best in (a["smartnic-sriov"], a["ebpf-afxdp-cni"]):
+        order = [best, a["userspace-vpp"], a["ebpf-ovs-afxdp"]]
+        claim = f"A.2: {order[0]} > {order[1]} > {order[2]} (draft: SR-IOV/AFXDP-CNI > VPP > OVS-AFXDP)"
+        for fs in sizes:
+            rows += claim_rows(claim, f"{fs} B", [order], _select(s, frame_size=fs), "model",
+                               _status_of(table, "model", frame_size=fs))
     pub = reference.models_throughput()
     pub["local_analogue"] = pub["model"].map(DRAFT_A_ANALOGUES)
-    return {"throughput": table, "claims": claims_a(searches, table), "published": pub}
+    return {"throughput": table, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS), "published": pub}
+
+
+def figure_a(table: pd.DataFrame, path: PathLike, dpi: int = 110) -> Path:
+    """Measured zero-loss throughput vs frame size per model (per direction), 95 % CI bars."""
+    return throughput_figure(table, "Experiment A (measured on this host, embedded lab):\n"
+                                    "zero-loss throughput per direction, mean of repetitions, 95 % CI",
+                             Path(path), dpi)
+
+
+def throughput_figure(table: pd.DataFrame, title: str, path: Path, dpi: int = 110) -> Path:
+    """NDR (kpps per direction) vs frame size, one line per model, CI error bars, of a table's measured rows.
+
+    Configurations without a value are listed under the plot by kind (not
+    realizable, search failed, not measured), so each stays visible.
+    """
+    data = table[table["status"] == "measured"]
+    missing = table[table["status"] != "measured"]
+    with figure_style(dpi):
+        fig = new_figure((7.0, 4.4))
+        ax = fig.subplots()
+        if data.empty:
+            ax.text(0.5, 0.5, "no configuration measured", ha="center", va="center")
+        else:
+            throughput_vs_frame_size(_kpps(data), y="mean_kpps", hue="model", ax=ax, x_scale="log2",
+                                     ci_low="ci_low_kpps", ci_high="ci_high_kpps", title=title,
+                                     ylabel="NDR [kpps per direction]")
+        if not missing.empty:
+            lines = []
+            for kind, g in missing.groupby(missing["status"].map(status_kind), sort=True):
+                cells = sorted({f"{m} ({fs} B)" if g["model"].eq(m).sum() < len(set(table["frame_size"])) else m
+                                for m, fs in zip(g["model"], g["frame_size"])})
+                lines.append(f"{kind}: {', '.join(cells)}")
+            # In the x label, so the layout engine makes room for it.
+            ax.set_xlabel("\n".join([ax.get_xlabel() or "frame size [B]", *lines]), fontsize=8)
+        return save_png(fig, Path(path))
 
 
 _TABLES: dict[str, Callable[..., dict[str, pd.DataFrame]]] = {

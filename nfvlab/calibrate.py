@@ -1,105 +1,133 @@
 """Calibration: the generator's own ceiling, and a search checked on a known path.
 
-* :func:`generator_ceiling` finds the highest rate the embedded generator sends
-  and receives without loss on a direct cable (no DUT): above it, any result
-  says more about the generator than about the DUT.
-* :func:`check_known_path` runs an NDR search through a tbf-shaped bridge whose
+* :func:`generator_ceiling` finds the highest rate a generator sends and
+  receives without loss with no DUT (the lab's ``direct-cable`` path): above
+  it, any result says more about the generator than about the DUT.
+* :func:`check_known_path` runs an NDR search through a ``tbf-bridge`` whose
   capacity is set, and reports the relative error of what the search found.
 
-Ceilings are stored per host in ``$NFVLAB_STATE/calibration.json`` (default
-``/var/lib/nfvlab``), keyed by the generator binary, so every later search can
-say whether it was generator-limited.
+Ceilings are kept in a :class:`Calibration` file keyed by the generator's
+identity (name, version or binary hash, ports, host: see
+:meth:`nfvlab.traffic.base.TrafficGenerator.identity`). The pipeline's
+``calibration`` stage writes ``data/calibration/embedded.json``, which the
+experiment stages depend on, so a new ceiling re-runs them; the CLI's default
+file is ``$NFVLAB_STATE/calibration.json`` (default ``/var/lib/nfvlab``).
 """
 from __future__ import annotations
 
 import json
 import os
-import platform
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
-from nfvlab.lab import kernel
-from nfvlab.lab.core import Lab
 from nfvlab.linerate import FrameSize
-from nfvlab.search import SearchResult, rfc2544_search
-from nfvlab.traffic.build import gen_binary
-from nfvlab.traffic.embedded import EmbeddedGenerator
+from nfvlab.params import GeneratorParams, TrafficParams
+from nfvlab.scenario import KnownPath, Scenario
+from nfvlab.search import SearchResult, mlrsearch, rfc2544_search
+from nfvlab.traffic import identity_key
+from nfvlab.traffic.select import generator_for
 from nfvlab.trial import GeneratorMeasurer
 
 #: A result at or above this fraction of the calibrated ceiling is generator-limited.
 GENERATOR_LIMITED_FRACTION = 0.9
+FORMAT = 1
 
 
-def store_path() -> Path:
+def default_path() -> Path:
     return Path(os.environ.get("NFVLAB_STATE", "/var/lib/nfvlab")) / "calibration.json"
 
 
-def _key() -> str:
-    return f"{gen_binary().name}|{platform.release()}|{os.cpu_count()}"
+class Calibration:
+    """Generator ceilings by identity and frame size, as stored in one JSON file.
+
+    File layout: ``{"format": 1, "generators": {<identity key>: {"identity": {...},
+    "ceilings": {"64": {"ceiling_pps", "bidirectional", "measured_at", "trials"}}}}}``.
+    """
+
+    def __init__(self, path: Union[str, Path, None] = None, data: Optional[dict] = None) -> None:
+        self.path = Path(path) if path is not None else default_path()
+        self.data = data if data is not None else {"format": FORMAT, "generators": {}}
+
+    @classmethod
+    def load(cls, path: Union[str, Path, None] = None) -> "Calibration":
+        """The file at ``path`` (default :func:`default_path`); empty when missing."""
+        p = Path(path) if path is not None else default_path()
+        if not p.exists():
+            return cls(p)
+        try:
+            data = json.loads(p.read_text())
+            if data.get("format") != FORMAT or not isinstance(data.get("generators"), dict):
+                raise ValueError("unknown layout")
+        except (OSError, ValueError) as err:
+            raise ValueError(f"{p}: not a calibration file of this nfvlab ({err}); "
+                             "re-run `nfvlab calibrate`") from None
+        return cls(p, data)
+
+    def entry(self, identity: dict) -> Optional[dict]:
+        """What was calibrated for ``identity`` (``None``: nothing)."""
+        return self.data["generators"].get(identity_key(identity))
+
+    def ceiling(self, identity: dict, frame_size: FrameSize) -> Optional[float]:
+        """Zero-loss ceiling per direction, packets/s, of ``identity`` at ``frame_size`` (None: not calibrated)."""
+        e = self.entry(identity)
+        c = (e or {}).get("ceilings", {}).get(str(frame_size))
+        return c["ceiling_pps"] if c else None
+
+    def put(self, identity: dict, frame_size: FrameSize, result: SearchResult, bidirectional: bool) -> None:
+        e = self.data["generators"].setdefault(identity_key(identity), {"identity": identity, "ceilings": {}})
+        e["ceilings"][str(frame_size)] = {
+            "ceiling_pps": result.throughput_pps,
+            "bidirectional": bidirectional,
+            "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "trials": result.n_trials,
+        }
+
+    def save(self) -> Path:
+        """Write atomically (sorted keys, so an unchanged calibration is byte-identical)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, self.path)
+        return self.path
 
 
-def load_ceilings() -> dict[str, float]:
-    """Calibrated ceilings (packets/s per direction) by frame size, for this generator/host."""
-    p = store_path()
-    if not p.exists():
-        return {}
-    data = json.loads(p.read_text())
-    entry = data.get(_key(), {})
-    return {k: v["ceiling_pps"] for k, v in entry.items()}
+def generator_limited(throughput_pps: Optional[float], ceiling_pps: Optional[float]) -> Optional[bool]:
+    """True when a result reaches :data:`GENERATOR_LIMITED_FRACTION` of the ceiling; None if either is unknown."""
+    if ceiling_pps is None or throughput_pps is None:
+        return None
+    return throughput_pps >= GENERATOR_LIMITED_FRACTION * ceiling_pps
 
 
-def ceiling_for(frame_size: FrameSize) -> Optional[float]:
-    return load_ceilings().get(str(frame_size))
+def mark_generator_limited(result: SearchResult, ceiling_pps: Optional[float]) -> SearchResult:
+    """``result`` with ``generator_limited`` filled against ``ceiling_pps`` (None when unknown)."""
+    return replace(result, generator_limited=generator_limited(result.throughput_pps, ceiling_pps))
 
 
-def save_ceiling(frame_size: FrameSize, result: SearchResult, bidirectional: bool) -> None:
-    p = store_path()
-    p.parent.mkdir(parents=True, exist_ok=True)
-    data = json.loads(p.read_text()) if p.exists() else {}
-    data.setdefault(_key(), {})[str(frame_size)] = {
-        "ceiling_pps": result.throughput_pps,
-        "bidirectional": bidirectional,
-        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "trials": result.n_trials,
-    }
-    tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    os.replace(tmp, p)
+def generator_ceiling(backend, generator: GeneratorParams, frame_size: FrameSize, *,
+                      bidirectional: bool = True, duration_s: float = 1.0, max_rate_pps: float = 3e6,
+                      relative_width: float = 0.02, latency_pps: int = 1000, on_trial=None,
+                      progress: bool = False) -> tuple[SearchResult, dict]:
+    """Zero-loss rate with no DUT (``direct-cable``), packets/s per direction, and the generator's identity."""
+    traffic = TrafficParams(latency_pps=latency_pps)
+    with backend.open(Scenario("direct-cable")) as session:
+        gen = generator_for(generator, session.streams, traffic, session.tracker)
+        measure = GeneratorMeasurer(gen, frame_size, bidirectional=bidirectional, extra={"lab": "direct-cable"})
+        result = rfc2544_search(measure, 1000.0, max_rate_pps, loss_ratio=0.0, relative_width=relative_width,
+                                duration_s=duration_s, on_trial=on_trial, progress=progress)
+        return result, gen.identity()
 
 
-def mark_generator_limited(result: SearchResult, frame_size: FrameSize) -> SearchResult:
-    """Fill ``generator_limited``: None when no ceiling is calibrated for ``frame_size``."""
-    ceiling = ceiling_for(frame_size)
-    if ceiling is None or result.throughput_pps is None:
-        return replace(result, generator_limited=None)
-    return replace(result, generator_limited=result.throughput_pps >= GENERATOR_LIMITED_FRACTION * ceiling)
-
-
-def generator_ceiling(frame_size: FrameSize, *, bidirectional: bool = True, duration_s: float = 1.0,
-                      max_rate_pps: float = 3e6, relative_width: float = 0.02,
-                      latency_pps: int = 1000, cpu: Optional[int] = 0, on_trial=None,
-                      progress: bool = False) -> SearchResult:
-    """Zero-loss rate of the generator on a direct cable (tg0 <-> tg1), packets/s per direction."""
-    with Lab("direct-cable", builder=kernel.build_direct_cable) as lab:
-        gen = EmbeddedGenerator(lab.streams, latency_pps=latency_pps, cpu=cpu, tracker=lab)
-        measure = GeneratorMeasurer(gen, frame_size, bidirectional=bidirectional,
-                                    extra={"lab": "direct-cable"})
-        return rfc2544_search(measure, 1000.0, max_rate_pps, loss_ratio=0.0,
-                              relative_width=relative_width, duration_s=duration_s,
-                              on_trial=on_trial, progress=progress)
-
-
-def check_known_path(frame_size: int, capacity_pps: float, *, bidirectional: bool = False,
-                     duration_s: float = 1.0, relative_width: float = 0.005, method: str = "rfc2544",
-                     latency_pps: int = 1000, cpu: Optional[int] = 0, on_trial=None,
+def check_known_path(backend, generator: GeneratorParams, frame_size: int, capacity_pps: float, *,
+                     bidirectional: bool = False, duration_s: float = 1.0, relative_width: float = 0.005,
+                     method: str = "rfc2544", latency_pps: int = 1000, on_trial=None,
                      progress: bool = False) -> tuple[SearchResult, float]:
     """NDR through a tbf bridge shaped to ``capacity_pps``; returns (result, relative error)."""
-    from nfvlab.search import mlrsearch
-
-    with Lab("tbf-bridge", builder=lambda lab: kernel.build_tbf_bridge(lab, capacity_pps, frame_size)) as lab:
-        gen = EmbeddedGenerator(lab.streams, latency_pps=latency_pps, cpu=cpu, tracker=lab)
+    traffic = TrafficParams(latency_pps=latency_pps)
+    scenario = Scenario("tbf-bridge", known_path=KnownPath(capacity_pps, frame_size))
+    with backend.open(scenario) as session:
+        gen = generator_for(generator, session.streams, traffic, session.tracker)
         measure = GeneratorMeasurer(gen, frame_size, bidirectional=bidirectional,
                                     extra={"lab": "tbf-bridge", "capacity_pps": capacity_pps})
         lo, hi = capacity_pps / 4, capacity_pps * 2

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Optional
 
 from nfvlab import params as P
-from nfvlab.lab.catalogue import DEFAULT_MODEL
+from nfvlab.scenario.catalogue import DEFAULT_MODEL
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
@@ -49,6 +49,11 @@ def _build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="nfvlab", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
 
+    def lab_profile_arg(p):
+        p.add_argument("--lab-profile", type=Path, metavar="FILE",
+                       help="lab profile (params/lab.yaml style: lab kind, port speed, MTU, generator); "
+                            "default: the embedded lab with its defaults")
+
     lab = sub.add_parser("lab", help="the embedded local lab").add_subparsers(dest="lab_cmd", required=True)
     m = lab.add_parser("models", help="list networking models and whether this host can run them")
     m.add_argument("--json", action="store_true")
@@ -74,6 +79,10 @@ def _build_parser() -> argparse.ArgumentParser:
     cl.add_argument("--all", action="store_true", help="also labs kept by `lab up`")
 
     def traffic_args(p, rate: bool):
+        lab_profile_arg(p)
+        p.add_argument("--calibration", type=Path,
+                       help="calibration file the generator-limited flag is judged against "
+                            "(default: the lab profile's, else $NFVLAB_STATE/calibration.json)")
         p.add_argument("--model", help="networking model (default linux-bridge); see `nfvlab lab models`")
         p.add_argument("--port", action="append", metavar="NS:IFACE",
                        help="use an existing interface as a traffic port (give two)")
@@ -106,8 +115,13 @@ def _build_parser() -> argparse.ArgumentParser:
     se.add_argument("--no-progress", action="store_true")
 
     ca = sub.add_parser("calibrate", help="generator ceiling per frame size, and a search on a known path")
-    ca.add_argument("--frame-sizes", default="64,512,1518")
-    ca.add_argument("--duration-s", type=float, default=1.0)
+    lab_profile_arg(ca)
+    ca.add_argument("--out", type=Path, help="calibration file to update (default: the lab profile's "
+                                             "calibration, else $NFVLAB_STATE/calibration.json)")
+    ca.add_argument("--params", type=Path, help="calibration params file (frame sizes, duration, direction); "
+                                                "the flags below override it")
+    ca.add_argument("--frame-sizes", default=None, help="comma-separated, e.g. 64,512,1518,IMIX")
+    ca.add_argument("--duration-s", type=float, default=None)
     ca.add_argument("--unidirectional", action="store_true")
     ca.add_argument("--skip-known-path", action="store_true")
     ca.add_argument("--json", action="store_true")
@@ -129,17 +143,23 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 # -- lab -------------------------------------------------------------------
+def _lab_params(a) -> P.LabParams:
+    return P.load(a.lab_profile, P.LabParams) if getattr(a, "lab_profile", None) else P.LabParams()
+
+
 def cmd_lab(a) -> int:
-    from nfvlab.lab import catalogue, core, state
+    from nfvlab.labs.embedded import EmbeddedLab, realize, state
+    from nfvlab.labs.embedded.lab import down
+    from nfvlab.scenario import MODELS
 
     if a.lab_cmd == "models":
-        feats = catalogue.kernel_features()
+        feats = realize.kernel_features()
         rows = []
-        for mdl in catalogue.MODELS:
-            ok, why = catalogue.realizable(mdl, feats)
+        for mdl in MODELS:
+            ok, why = realize.realizable(mdl.name, feats)
             rows.append({"name": mdl.name, "section": mdl.section, "family": mdl.family,
                          "title": mdl.title, "cni_analogue": mdl.cni_analogue,
-                         "realizable": ok, "reason": why or None, "local": mdl.local})
+                         "realizable": ok, "reason": why or None, "local": realize.REALIZATIONS[mdl.name].how})
         if a.json:
             print(json.dumps(rows, indent=1))
         else:
@@ -148,21 +168,26 @@ def cmd_lab(a) -> int:
                 print(f"{r['name']:<16} §{r['section']:<6} {r['title']:<48} {mark}")
         return 0
     if a.lab_cmd == "up":
-        _preflight(a)
-        lab = core.Lab(a.model, persistent=True, resources=_resources(a))
-        with lab:
-            info = {"lab_id": lab.lab_id, "model": a.model, "setup_s": round(lab.setup_s, 3),
-                    "namespaces": lab.state.namespaces, **lab.state.info}
+        scenario = _scenario(a)
+        backend = EmbeddedLab()
+        reasons = backend.check(scenario)
+        if reasons:
+            raise CliError(reasons[0])
+        with backend.open(scenario, persistent=True) as session:
+            lab_id = session.info["lab_id"]
+            st = next(s for s in state.all_states() if s.lab_id == lab_id)
+            info = {"lab_id": lab_id, "model": a.model, "setup_s": session.info["setup_s"],
+                    "namespaces": st.namespaces, **st.info}
         print(json.dumps(info, indent=1) if a.json else
-              f"lab {lab.lab_id} ({a.model}) is up: {', '.join(info['namespaces'])}; "
-              f"`nfvlab lab down {lab.lab_id}` removes it")
+              f"lab {lab_id} ({a.model}) is up: {', '.join(info['namespaces'])}; "
+              f"`nfvlab lab down {lab_id}` removes it")
         return 0
     if a.lab_cmd == "down":
         ids = [s.lab_id for s in state.all_states()] if a.all else [a.lab_id]
         if not a.all and not a.lab_id:
             raise CliError("lab down: give a lab id (see `nfvlab lab status`) or --all")
         for i in ids:
-            if not core.down(i):
+            if not down(i):
                 raise CliError(f"lab down: no lab {i!r} (see `nfvlab lab status`)")
             print(f"lab {i} removed")
         return 0
@@ -189,7 +214,7 @@ def cmd_lab(a) -> int:
 # -- trial / search -----------------------------------------------------------
 def _resources(a):
     """The resource knobs of the command line (validated like a params file)."""
-    from nfvlab.lab.resources import Resources
+    from nfvlab.scenario import Resources
 
     knobs = P.validate(P.ResourceParams, {"pinning": [a.pinning], "numa": [a.numa],
                                           "noisy_load_pct": a.noisy_load_pct,
@@ -198,15 +223,20 @@ def _resources(a):
                      hugepages=a.hugepages)
 
 
-def _preflight(a):
-    from nfvlab.lab import core
+def _scenario(a):
+    from nfvlab.scenario import MODEL_NAMES, Scenario
 
-    return core.preflight(a.model or DEFAULT_MODEL, _resources(a))
+    if getattr(a, "port", None):
+        return Scenario("external", _resources(a))
+    model = a.model if a.model is not None else DEFAULT_MODEL
+    if model not in MODEL_NAMES:
+        raise CliError(f"--model: unknown model {model!r}: use one of {', '.join(MODEL_NAMES)} (see `nfvlab lab models`)")
+    return Scenario(model, _resources(a))
 
 
 def _check_common(a, rates=()):
-    from nfvlab import measure
-    from nfvlab.lab import core
+    """Validate everything and pick the lab: ``(lab params, backend, scenario, traffic)``; creates nothing."""
+    from nfvlab import labs, measure
 
     if a.port and a.model:
         raise CliError("give either --model or --port, not both")
@@ -216,23 +246,28 @@ def _check_common(a, rates=()):
         raise CliError("--dmac goes with --port")
     if a.port_speed not in P.LabParams.model_fields["port_speed"].annotation.__args__:
         raise CliError(f"--port-speed {a.port_speed!r}: use one of 1GbE, 10GbE, 25GbE, 40GbE, 100GbE")
+    lab = _lab_params(a)
     traffic = P.validate(P.TrafficParams, {"frame_sizes": [a.frame_size], "flows": a.flows,
                                            "bidirectional": not a.unidirectional,
                                            "latency_pps": a.latency_pps}, "arguments")
-    mtu = core.LAB_MTU
-    if a.port:
-        if os.geteuid() != 0:
-            raise CliError("traffic needs root (raw sockets in network namespaces): run as root or with sudo")
-        streams = measure.external_streams(a.port, a.dmac)  # ports exist, MACs valid
-        mtu = min(measure.port_mtu(s.tx) for s in streams)
-    else:
-        _preflight(a)
-    measure.check_inputs(a.frame_size, port_speed=a.port_speed, mtu=mtu, rates_pps=tuple(rates),
-                         duration_s=getattr(a, "duration_s", None))
-    from nfvlab.traffic.build import gen_binary
+    scenario = _scenario(a)
+    backend = labs.backend_for(lab, ports=a.port, dmacs=a.dmac)
+    measure.check_scenario(backend, scenario, [a.frame_size], port_speed=a.port_speed, rates_pps=tuple(rates),
+                           duration_s=getattr(a, "duration_s", None))
+    if lab.generator.kind == "embedded":
+        from nfvlab.traffic.embedded import gen_binary
 
-    gen_binary()  # a missing compiler is reported now, not after the lab is built
-    return traffic
+        gen_binary()  # a missing compiler is reported now, not after the lab is built
+    return lab, backend, scenario, traffic
+
+
+def _calibration(a, lab: P.LabParams):
+    from nfvlab.calibrate import Calibration
+
+    try:
+        return Calibration.load(getattr(a, "calibration", None) or lab.calibration)
+    except ValueError as err:
+        raise CliError(str(err)) from None
 
 
 def _writer(a, experiment: str, params: dict):
@@ -247,17 +282,15 @@ def cmd_trial(a) -> int:
     from nfvlab import measure
     from nfvlab.trial import run_trial
 
-    traffic = _check_common(a, rates=(a.rate_pps,))
-    params = {"model": a.model or ("external" if a.port else DEFAULT_MODEL), "ports": a.port,
-              "frame_size": a.frame_size, "rate_pps": a.rate_pps, "duration_s": a.duration_s,
-              **traffic.model_dump()}
-    with _writer(a, "trial", params) as rec, measure.open_streams(a.model, a.port, a.dmac,
-                                                                    resources=_resources(a)) as (lab, streams):
-        gen = measure.generator(streams, traffic, lab)
+    lab, backend, scenario, traffic = _check_common(a, rates=(a.rate_pps,))
+    params = {"model": scenario.model, "ports": a.port, "frame_size": a.frame_size, "rate_pps": a.rate_pps,
+              "duration_s": a.duration_s, "lab": lab.model_dump(), **traffic.model_dump()}
+    with _writer(a, "trial", params) as rec, measure.bench(backend, lab.generator, scenario,
+                                                             traffic) as (session, gen):
         result = run_trial(gen, a.rate_pps, a.duration_s, a.frame_size, bidirectional=traffic.bidirectional,
-                           extra={"model": params["model"]})
+                           extra={"model": scenario.model})
         if rec is not None:
-            rec.trial(result, model=params["model"])
+            rec.trial(result, model=scenario.model)
     d = result.to_dict()
     if a.json:
         print(json.dumps(d, indent=1))
@@ -275,6 +308,7 @@ def cmd_trial(a) -> int:
 
 def cmd_search(a) -> int:
     from nfvlab import measure
+    from nfvlab.traffic.select import identity_for
 
     exp = P.load(a.params) if a.params else None
     sp_data = exp.search.model_dump() if exp else {}
@@ -291,24 +325,28 @@ def cmd_search(a) -> int:
                        initial_trial_duration_s=min(a.duration_s, sp_data.get("initial_trial_duration_s", 0.5)),
                        duration_sum_s=max(a.duration_s, sp_data.get("duration_sum_s", a.duration_s)))
     sp = P.validate(P.SearchParams, sp_data, str(a.params) if a.params else "arguments")
-    traffic = _check_common(a, rates=(sp.max_rate_pps,) if sp.max_rate_pps else ())
-    max_rate = sp.max_rate_pps or measure.default_max_rate(a.port_speed, a.frame_size)
-    model = a.model or ("external" if a.port else DEFAULT_MODEL)
+    lab, backend, scenario, traffic = _check_common(a, rates=(sp.max_rate_pps,) if sp.max_rate_pps else ())
+    calibration = _calibration(a, lab)
+    ceiling = calibration.ceiling(identity_for(lab.generator), a.frame_size)
+    max_rate = sp.max_rate_pps or measure.default_max_rate(a.port_speed, a.frame_size, ceiling)
+    if sp.method in ("rfc2544", "mlrsearch") and not max_rate > sp.min_rate_pps:
+        raise CliError(f"--max-rate-pps {max_rate:,.0f}: must be above --min-rate-pps {sp.min_rate_pps:,.0f}")
+    model = scenario.model
     params = {"model": model, "ports": a.port, "frame_size": a.frame_size, "goal": a.goal,
-              "search": sp.model_dump(), "traffic": traffic.model_dump(), "max_rate_pps": max_rate}
+              "search": sp.model_dump(), "traffic": traffic.model_dump(), "max_rate_pps": max_rate,
+              "lab": lab.model_dump(), "generator_ceiling_pps": ceiling}
     trials = []
 
-    with _writer(a, "search", params) as rec, measure.open_streams(a.model, a.port, a.dmac,
-                                                                    resources=_resources(a)) as (lab, streams):
+    with _writer(a, "search", params) as rec, measure.bench(backend, lab.generator, scenario,
+                                                              traffic) as (session, gen):
         def on_trial(t):
             trials.append(t)
             if rec is not None:
                 rec.trial(t, model=model, goal=a.goal)
 
-        gen = measure.generator(streams, traffic, lab)
         meas = measure.measurer(gen, a.frame_size, traffic, extra={"model": model})
-        out = measure.search(meas, a.frame_size, sp, max_rate_pps=max_rate, on_trial=on_trial,
-                             progress=not a.no_progress and not a.json)
+        out = measure.search(meas, a.frame_size, sp, max_rate_pps=max_rate, ceiling_pps=ceiling,
+                             on_trial=on_trial, progress=not a.no_progress and not a.json)
         if rec is not None and isinstance(out, list):  # a sweep returns a DataFrame
             for r in out:
                 rec.search({k: v for k, v in r.to_dict().items() if k != "trials"}, model=model)
@@ -328,7 +366,9 @@ def cmd_search(a) -> int:
         print(json.dumps(summary, indent=1))
     else:
         for r in out:
-            lim = {True: " (generator-limited)", False: "", None: " (generator not calibrated)"}[r.generator_limited]
+            lim = {True: " (generator-limited)", False: "",
+                   None: f" (generator not calibrated: run `nfvlab calibrate`, file {calibration.path})"
+                   }[r.generator_limited]
             print(f"{r.goal.upper()} {r.throughput_pps:,.0f} pps per direction at {a.frame_size} B "
                   f"[{r.lower_bound_pps or 0:,.0f} .. {r.upper_bound_pps or 0:,.0f}] "
                   f"{r.n_trials} trials, {r.trial_seconds:g} trial-s{lim}")
@@ -336,31 +376,49 @@ def cmd_search(a) -> int:
 
 
 def cmd_calibrate(a) -> int:
-    from nfvlab import calibrate
+    from nfvlab import calibrate, labs
+    from nfvlab.scenario import Scenario
 
-    sizes = [P.parse_frame_size(x) for x in a.frame_sizes.split(",") if x.strip()]
+    cp = P.load(a.params, P.CalibrationParams) if a.params else P.CalibrationParams()
+    try:
+        sizes = ([P.parse_frame_size(x) for x in a.frame_sizes.split(",") if x.strip()]
+                 if a.frame_sizes is not None else list(cp.frame_sizes))
+    except ValueError as err:
+        raise CliError(f"--frame-sizes: {err}") from None
+    if not sizes:
+        raise CliError("--frame-sizes: give at least one frame size, e.g. 64,512,1518")
+    a.duration_s = cp.duration_s if a.duration_s is None else a.duration_s
     if not a.duration_s > 0:
         raise CliError(f"--duration-s {a.duration_s:g}: must be above 0")
-    from nfvlab.lab import core
-
-    if os.geteuid() != 0:
-        raise CliError("calibration needs root (network namespaces): run as root or with sudo")
-    core.preflight(DEFAULT_MODEL)
-    report = {"ceilings": {}, "known_path": {}}
+    a.unidirectional = a.unidirectional or not cp.bidirectional
+    lab = _lab_params(a)
+    backend = labs.backend_for(lab)
+    reasons = backend.check(Scenario("direct-cable")) or (
+        [] if a.skip_known_path else backend.check(Scenario("tbf-bridge", known_path=_dummy_known_path())))
+    if reasons:
+        raise CliError(reasons[0])
+    try:
+        cal = calibrate.Calibration.load(a.out or lab.calibration)
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    report = {"file": str(cal.path), "ceilings": {}, "known_path": {}}
     for fs in sizes:
-        r = calibrate.generator_ceiling(fs, bidirectional=not a.unidirectional, duration_s=a.duration_s,
-                                        progress=not a.json)
-        calibrate.save_ceiling(fs, r, bidirectional=not a.unidirectional)
+        r, identity = calibrate.generator_ceiling(backend, lab.generator, fs, bidirectional=not a.unidirectional,
+                                                  duration_s=a.duration_s, progress=not a.json)
+        cal.put(identity, fs, r, bidirectional=not a.unidirectional)
+        cal.save()
+        report["identity"] = identity
         report["ceilings"][str(fs)] = r.throughput_pps
         if not a.json:
             print(f"generator ceiling at {fs} B: {r.throughput_pps:,.0f} pps per direction "
-                  f"({'bi' if not a.unidirectional else 'uni'}directional, {r.n_trials} trials)")
+                  f"({'bi' if not a.unidirectional else 'uni'}directional, {r.n_trials} trials) -> {cal.path}")
     if not a.skip_known_path:
         for fs in sizes:
             if isinstance(fs, str):
                 continue
             cap = 0.5 * report["ceilings"][str(fs)]
-            r, err = calibrate.check_known_path(fs, cap, duration_s=a.duration_s, progress=not a.json)
+            r, err = calibrate.check_known_path(backend, lab.generator, fs, cap, duration_s=a.duration_s,
+                                                progress=not a.json)
             report["known_path"][str(fs)] = {"capacity_pps": cap, "ndr_pps": r.throughput_pps,
                                              "relative_error": err}
             if not a.json:
@@ -369,6 +427,12 @@ def cmd_calibrate(a) -> int:
     if a.json:
         print(json.dumps(report, indent=1))
     return 0
+
+
+def _dummy_known_path():
+    from nfvlab.scenario import KnownPath
+
+    return KnownPath(capacity_pps=1000.0, frame_size=64)
 
 
 def cmd_analyze(a) -> int:
@@ -406,12 +470,12 @@ def cmd_figures(a) -> int:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    from nfvlab.lab.core import LabError, Terminated
-    from nfvlab.lab.state import LabBusy
+    from nfvlab.labs import LabError, Terminated
+    from nfvlab.labs.embedded.state import LabBusy
     from nfvlab.measure import InputError
     from nfvlab.search import SearchError
-    from nfvlab.traffic.build import BuildError
-    from nfvlab.traffic.embedded import GeneratorError
+    from nfvlab.system.build import BuildError
+    from nfvlab.traffic import GeneratorError
 
     a = _build_parser().parse_args(argv)
     handler = {"lab": cmd_lab, "trial": cmd_trial, "search": cmd_search,

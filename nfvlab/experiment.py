@@ -11,59 +11,24 @@ the reason, never as a number. Input problems are found before any lab exists.
 """
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-from tqdm import tqdm
+import sys
+import time
+from typing import TextIO
 
-from nfvlab import measure
-from nfvlab.lab import catalogue
-from nfvlab.lab.core import LAB_MTU, Lab, resource_problem
-from nfvlab.lab.resources import Resources
-from nfvlab.lab.servicechain import build_service_matrix
+from nfvlab import labs, measure
+from nfvlab.calibrate import Calibration
 from nfvlab.params import ExperimentParams
 from nfvlab.records import RecordWriter
+from nfvlab.scenario import DensityCell, Resources, Scenario
 from nfvlab.search import SearchError
+from nfvlab.traffic.select import identity_for
 from nfvlab.trial import run_trial
 
-def realizability(models: list[str]) -> dict[str, tuple[bool, str]]:
-    """``{model: (realizable here, reason if not)}`` for the embedded lab."""
-    feats = catalogue.kernel_features()
-    return {m: catalogue.realizable(catalogue.get(m), feats) for m in models}
 
-
-@dataclass(frozen=True)
-class Config:
-    """One lab configuration of an experiment's grid (frame sizes are swept inside)."""
-
-    model: str
-    resources: Resources
-    topology: Optional[str] = None
-    """Density grid only: ``csc`` / ``csp``, with ``instances`` x ``nfs``."""
-    instances: Optional[int] = None
-    nfs: Optional[int] = None
-
-    def labels(self) -> dict:
-        """Record labels: model, pinning, numa (and density cell when set)."""
-        out = {"model": self.model, "pinning": self.resources.pinning, "numa": self.resources.numa}
-        if self.resources.noisy_load_pct is not None:
-            out["noisy_load_pct"] = self.resources.noisy_load_pct
-        if self.topology is not None:
-            out.update(topology=self.topology, instances=self.instances, nfs=self.nfs)
-        return out
-
-    def lab(self) -> Lab:
-        if self.topology is None:
-            return Lab(self.model, resources=self.resources)
-        build = functools.partial(build_service_matrix, topology=self.topology,
-                                  instances=self.instances, nfs=self.nfs)
-        return Lab(self.model, builder=build, resources=self.resources,
-                   label=f"{self.topology} {self.instances}x{self.nfs}")
-
-
-def configurations(params: ExperimentParams) -> list[Config]:
+def scenarios(params: ExperimentParams) -> list[Scenario]:
     """The grid: models x pinning x NUMA scenarios (x density cells)."""
     r = params.resources
     out = []
@@ -73,84 +38,134 @@ def configurations(params: ExperimentParams) -> list[Config]:
                 res = Resources(pinning=pin, numa=numa, noisy_load_pct=r.noisy_load_pct,
                                 hugepages=r.hugepages, pcdr4sw=r.pcdr4sw, pcdr4nf=r.pcdr4nf)
                 if params.density is None:
-                    out.append(Config(model, res))
+                    out.append(Scenario(model, res))
                     continue
                 d = params.density
-                out += [Config(model, res, t, i, n) for t in d.topologies for i in d.instances
-                        for n in d.nfs_per_instance]
+                out += [Scenario(model, res, density=DensityCell(t, i, n)) for t in d.topologies
+                        for i in d.instances for n in d.nfs_per_instance]
     return out
 
 
-def not_realizable_reason(config: Config, model_ok: tuple[bool, str]) -> Optional[str]:
-    """Why this host cannot run ``config`` (``None`` if it can); creates nothing."""
-    if not model_ok[0]:
-        return model_ok[1]
-    return resource_problem(catalogue.get(config.model), config.resources)
+def check(params: ExperimentParams, backend=None) -> None:
+    """Raise :class:`nfvlab.measure.InputError` for anything impossible, creating nothing.
 
-
-def check(params: ExperimentParams) -> None:
-    """Raise :class:`nfvlab.measure.InputError` for anything impossible, creating nothing."""
-    if params.lab.kind != "local":
-        raise measure.InputError(f"lab.kind {params.lab.kind!r}: only the embedded lab ('local') "
-                                 "is implemented in this version")
-    for fs in params.traffic.frame_sizes:
-        rates = (params.search.max_rate_pps,) if params.search.max_rate_pps else ()
-        measure.check_inputs(fs, port_speed=params.lab.port_speed, mtu=LAB_MTU, rates_pps=rates,
-                             duration_s=params.trial.duration_s)
-
-
-def run_experiment(params: ExperimentParams, records: Union[str, Path], *,
-                   progress: bool = True, source: Optional[str] = None) -> str:
-    """Measure every configuration of ``params``; append records; return the run id.
-
-    Labels: those of :meth:`Config.labels` and ``repetition`` on every record,
-    ``purpose`` (``search`` or ``latency``) on trials (whose frame size is in
-    the result), ``frame_size`` and ``goal`` on search results. A configuration
-    this host cannot realize gets one ``not-realizable`` note with the reason.
+    Per-scenario realizability is not an input error (it is recorded as a
+    ``not-realizable`` note); impossible frame sizes, rates and durations are.
     """
-    check(params)
-    model_ok = realizability(params.models)
-    configs = configurations(params)
-    why = {c: not_realizable_reason(c, model_ok[c.model]) for c in configs}
-    runnable = [c for c in configs if why[c] is None]
+    backend = backend or labs.backend_for(params.lab)
+    rates = (params.search.max_rate_pps,) if params.search.max_rate_pps else ()
+    for sc in scenarios(params):
+        if backend.check(sc):
+            continue
+        mtu = backend.mtu(sc)
+        for fs in params.traffic.frame_sizes:
+            try:
+                measure.check_inputs(fs, port_speed=params.lab.port_speed, mtu=mtu, rates_pps=rates,
+                                     duration_s=params.trial.duration_s)
+            except measure.InputError as err:
+                raise measure.InputError(f"{sc.label}: {err}") from None
+
+
+def run_experiment(params: ExperimentParams, records: Union[str, Path], *, backend=None,
+                   progress: bool = True, source: Optional[str] = None) -> str:
+    """Measure every scenario of ``params`` on ``backend``; append records; return the run id.
+
+    ``backend`` defaults to the one the lab profile names (:func:`nfvlab.labs.backend_for`).
+    Labels: those of :meth:`Scenario.labels` and ``repetition`` on every record,
+    ``purpose`` (``search`` or ``latency``) on trials (whose frame size is in
+    the result), ``frame_size`` and ``goal`` on search results. A scenario the
+    lab cannot realize gets one ``not-realizable`` note with the reason.
+    """
+    backend = backend or labs.backend_for(params.lab)
+    check(params, backend)
+    grid = scenarios(params)
+    why = {sc: backend.check(sc) for sc in grid}
+    runnable = [sc for sc in grid if not why[sc]]
+    calibration = Calibration.load(params.lab.calibration)
+    identity = identity_for(params.lab.generator)
+    entry = calibration.entry(identity)
     dump = params.model_dump()
     if source:
         dump["source"] = source
-    with RecordWriter(records, params.experiment, dump) as rec:
-        for c in configs:
-            if why[c] is not None:
-                rec.note(f"not realizable: {why[c]}", kind="not-realizable", **c.labels())
+    prov_extra = {"lab": backend.describe(),
+                  "generator": {"identity": identity, "calibration_file": str(calibration.path),
+                                "ceilings": (entry or {}).get("ceilings")}}
+    with RecordWriter(records, params.experiment, dump, extra_provenance=prov_extra) as rec:
+        for sc in grid:
+            if why[sc]:
+                rec.note(f"not realizable: {why[sc][0]}", kind="not-realizable", **sc.labels())
         total = len(runnable) * params.repetitions * len(params.traffic.frame_sizes)
-        bar = tqdm(total=total, desc=params.experiment, unit="search", disable=not progress)
-        try:
-            for rep in range(params.repetitions):
-                for c in runnable:
-                    _measure_config(params, c, rep, rec, bar)
-        finally:
-            bar.close()
+        bar = Progress(params.experiment, total, enabled=progress)
+        bar.note(f"{len(runnable)} of {len(grid)} configurations realizable on this {backend.kind} lab, "
+                 f"{params.repetitions} repetition(s), {len(params.traffic.frame_sizes)} frame size(s): "
+                 f"{total} searches")
+        for rep in range(params.repetitions):
+            for sc in runnable:
+                _measure(params, backend, calibration, sc, rep, rec, bar)
+        bar.note(f"done: {bar.done} searches, {bar.trials} trials in {_duration(time.monotonic() - bar.t0)}")
         return rec.run_id
 
 
-def _measure_config(params: ExperimentParams, config: Config, rep: int, rec: RecordWriter, bar) -> None:
-    cl = config.labels()
-    with config.lab() as lab:
-        gen = measure.generator(lab.streams, params.traffic, lab, cpu=params.lab.generator_cpu)
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m} min {s:02d} s" if m else f"{s} s"
+
+
+class Progress:
+    """One line per finished search: ``i/N``, what was measured, trials, elapsed, estimate left.
+
+    Plain lines (no carriage returns) so they read the same in a terminal, in
+    ``papermill --log-output`` (``dvc repro``) and in a log file.
+    """
+
+    def __init__(self, name: str, total: int, *, enabled: bool = True, stream: Optional[TextIO] = None) -> None:
+        self.name, self.total, self.enabled = name, total, enabled
+        self.stream = stream
+        self.done = 0
+        self.trials = 0
+        self.t0 = time.monotonic()
+
+    def note(self, text: str) -> None:
+        if self.enabled:
+            print(f"{self.name}: {text}", file=self.stream or sys.stdout, flush=True)
+
+    def trial(self) -> None:
+        self.trials += 1
+
+    def update(self, what: str, outcome: str) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.t0
+        left = elapsed / self.done * (self.total - self.done)
+        self.note(f"{self.done}/{self.total} {what}: {outcome}; {self.trials} trials, "
+                  f"elapsed {_duration(elapsed)}, about {_duration(left)} left")
+
+
+def _measure(params: ExperimentParams, backend, calibration: Calibration, scenario: Scenario, rep: int,
+             rec: RecordWriter, bar) -> None:
+    cl = scenario.labels()
+    with measure.bench(backend, params.lab.generator, scenario, params.traffic) as (session, gen):
         for fs in params.traffic.frame_sizes:
             labels = {**cl, "frame_size": fs, "repetition": rep}
-            bar.set_postfix_str(" ".join(str(v) for v in cl.values()) + f" {fs} B rep {rep}")
-            meas = measure.measurer(gen, fs, params.traffic, extra={"model": config.model})
-            max_rate = params.search.max_rate_pps or measure.default_max_rate(params.lab.port_speed, fs)
+            knobs = str(scenario.resources)
+            what = f"{scenario.label}{'' if knobs == 'default resources' else f' ({knobs})'} {fs} B rep {rep}"
+
+            def on_trial(t, cl=cl, rep=rep):
+                bar.trial()
+                rec.trial(t, purpose="search", repetition=rep, **cl)
+
+            meas = measure.measurer(gen, fs, params.traffic, extra={"model": scenario.model})
+            ceiling = calibration.ceiling(gen.identity(), fs)
+            max_rate = params.search.max_rate_pps or measure.default_max_rate(params.lab.port_speed, fs, ceiling)
             try:
                 results = measure.search(
-                    meas, fs, params.search, max_rate_pps=max_rate, progress=False,
-                    warmup_s=params.trial.warmup_s,
-                    on_trial=lambda t: rec.trial(t, purpose="search", repetition=rep, **cl))
+                    meas, fs, params.search, max_rate_pps=max_rate, ceiling_pps=ceiling, progress=False,
+                    warmup_s=params.trial.warmup_s, on_trial=on_trial)
             except SearchError as err:
                 rec.note(f"search failed: {err}", kind="search-failed", **labels)
-                bar.update(1)
+                bar.update(what, f"search failed: {err}")
                 continue
             if not isinstance(results, list):  # a sweep's DataFrame: no rate to take latency at
-                bar.update(1)
+                bar.update(what, "sweep done")
                 continue
             for r in results:
                 rec.search({k: v for k, v in r.to_dict().items() if k != "trials"},
@@ -160,6 +175,7 @@ def _measure_config(params: ExperimentParams, config: Config, rep: int, rec: Rec
             if found and found > 0:
                 t = run_trial(gen, found, params.trial.duration_s, fs,
                               bidirectional=params.traffic.bidirectional, kind="trial",
-                              extra={"model": config.model})
+                              extra={"model": scenario.model})
                 rec.trial(t, purpose="latency", goal=results[0].goal, repetition=rep, **cl)
-            bar.update(1)
+            bar.update(what, ", ".join(f"{r.goal} {r.throughput_pps:,.0f} pps" for r in results
+                                       if r.throughput_pps is not None) or "no rate found")

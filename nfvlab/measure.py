@@ -1,28 +1,26 @@
-"""From validated params to recorded search results: the one path CLI, notebooks
-and the DVC pipeline share.
+"""From validated params to search results: the one path the CLI, notebooks and pipeline share.
 
-    with open_streams(model="linux-bridge") as (lab, streams):
-        results = search(streams, frame_size=64, search=SearchParams(), traffic=..., ...)
+    backend = labs.backend_for(lab_params)
+    with bench(backend, lab_params.generator, Scenario("linux-bridge"), traffic) as (session, gen):
+        results = search(measurer(gen, 64, traffic), 64, SearchParams(), max_rate_pps=...)
 
-Input checks that need no lab (rates vs line rate, frame size vs MTU, external
-ports exist) run in :func:`check_inputs` before anything is created.
+Input checks that need no lab (rates vs line rate, frame size vs the path's
+MTU, search bounds) run in :func:`check_inputs` before anything is created;
+what the lab cannot realize is asked of the backend (``backend.check``).
 """
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional
 
-from nfvlab import calibrate, linerate
-from nfvlab.lab import netns as nl
-from nfvlab.lab.catalogue import DEFAULT_MODEL
-from nfvlab.lab.core import LAB_MTU, Lab
-from nfvlab.lab.kernel import TG_NET, Port, Stream
-from nfvlab.lab.resources import Resources
+from nfvlab import linerate
+from nfvlab.calibrate import mark_generator_limited
 from nfvlab.linerate import FrameSize
-from nfvlab.params import SearchParams, TrafficParams
+from nfvlab.params import GeneratorParams, SearchParams, TrafficParams
+from nfvlab.scenario import Scenario
 from nfvlab.search import loss_sweep, mlrsearch, mrr, ndr_pdr_bisect, rfc2544_search
-from nfvlab.traffic.embedded import EmbeddedGenerator
+from nfvlab.traffic import TrafficGenerator
+from nfvlab.traffic.select import generator_for
 from nfvlab.trial import GeneratorMeasurer, TrialResult
 
 OnTrial = Callable[[TrialResult], None]
@@ -32,47 +30,9 @@ class InputError(ValueError):
     """Bad input detected before any lab resource exists (one-line message)."""
 
 
-_PORT = re.compile(r"^([A-Za-z0-9_.-]+):([A-Za-z0-9_.@-]{1,15})$")
-
-
-def parse_port(text: str) -> Port:
-    m = _PORT.match(text)
-    if not m:
-        raise InputError(f"--port {text!r}: use NS:IFACE (a named network namespace and an interface in it)")
-    return Port(m.group(1), m.group(2))
-
-
-def external_streams(ports: list[str], dmacs: Optional[list[str]] = None) -> list[Stream]:
-    """Streams over two existing interfaces (like cabling a generator to a DUT).
-
-    Frames go from ``ports[0]`` to ``ports[1]`` and back; the destination MAC of
-    each direction is the receiving port's MAC unless ``dmacs`` says otherwise
-    (e.g. a routing DUT's ingress MAC).
-    """
-    if len(ports) != 2:
-        raise InputError(f"--port: give exactly two ports (got {len(ports)})")
-    p = [parse_port(x) for x in ports]
-    for port in p:
-        if not nl.link_exists(port.ns, port.iface):
-            raise InputError(f"--port {port}: no interface {port.iface!r} in network namespace {port.ns!r}")
-    macs = [nl.mac(x.ns, x.iface) for x in p]
-    d = dmacs or [macs[1], macs[0]]
-    if len(d) != 2 or not all(re.fullmatch(r"([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}", m) for m in d):
-        raise InputError("--dmac: give two MAC addresses aa:bb:cc:dd:ee:ff, one per direction")
-    return [
-        Stream(p[0], p[1], macs[0], d[0], f"{TG_NET[0]}.1", f"{TG_NET[1]}.1"),
-        Stream(p[1], p[0], macs[1], d[1], f"{TG_NET[1]}.1", f"{TG_NET[0]}.1"),
-    ]
-
-
-def port_mtu(port: Port) -> int:
-    """MTU of a traffic port, bytes."""
-    return nl.link_mtu(port.ns, port.iface)
-
-
 def check_inputs(frame_size: FrameSize, *, port_speed: str, mtu: int,
                  rates_pps: tuple[float, ...] = (), duration_s: Optional[float] = None) -> None:
-    """Reject impossible requests before building anything."""
+    """Reject impossible requests before building anything (``mtu``: the path's IP MTU, bytes)."""
     try:
         largest = max(linerate.IMIX.sizes) if isinstance(frame_size, str) else frame_size
         linerate.mean_frame_bytes(frame_size)
@@ -91,40 +51,54 @@ def check_inputs(frame_size: FrameSize, *, port_speed: str, mtu: int,
         raise InputError(f"--duration-s {duration_s:g}: must be above 0")
 
 
+def check_scenario(backend, scenario: Scenario, frame_sizes, *, port_speed: str,
+                   rates_pps: tuple[float, ...] = (), duration_s: Optional[float] = None) -> None:
+    """:class:`InputError` for the first reason ``backend`` cannot run ``scenario`` at ``frame_sizes``."""
+    reasons = backend.check(scenario)
+    if reasons:
+        raise InputError(reasons[0])
+    mtu = backend.mtu(scenario)
+    for fs in frame_sizes:
+        check_inputs(fs, port_speed=port_speed, mtu=mtu, rates_pps=rates_pps, duration_s=duration_s)
+
+
 @contextmanager
-def open_streams(model: Optional[str] = None, ports: Optional[list[str]] = None,
-                 dmacs: Optional[list[str]] = None, mtu: int = LAB_MTU,
-                 resources: Resources = Resources()) -> Iterator[tuple[Optional[Lab], list[Stream]]]:
-    """Yield ``(lab, streams)``: a fresh embedded lab of ``model``, or external ``ports``."""
-    if ports:
-        yield None, external_streams(ports, dmacs)
-        return
-    with Lab(model or DEFAULT_MODEL, mtu=mtu, resources=resources) as lab:
-        yield lab, lab.streams
+def bench(backend, generator: GeneratorParams, scenario: Scenario,
+          traffic: TrafficParams) -> Iterator[tuple[object, TrafficGenerator]]:
+    """Open ``scenario`` on ``backend`` and a generator on its streams: yields ``(session, generator)``."""
+    with backend.open(scenario) as session:
+        gen = generator_for(generator, session.streams, traffic, session.tracker)
+        try:
+            yield session, gen
+        finally:
+            close = getattr(gen, "close", None)  # TRex: release the ports, end the worker
+            if close is not None:
+                close()
 
 
-def generator(streams: list[Stream], traffic: TrafficParams, lab: Optional[Lab] = None,
-              cpu: Optional[int] = 0) -> EmbeddedGenerator:
-    return EmbeddedGenerator(streams, flows=traffic.flows, latency_pps=traffic.latency_pps,
-                             cpu=cpu, tracker=lab)
-
-
-def default_max_rate(port_speed: str, frame_size: FrameSize) -> float:
-    """Line rate, capped at 1.2 x the calibrated generator ceiling when known, pps."""
+def default_max_rate(port_speed: str, frame_size: FrameSize, ceiling_pps: Optional[float] = None) -> float:
+    """Line rate, capped at 1.2 x the generator's calibrated ceiling when known, packets/s."""
     line = linerate.max_pps(port_speed, frame_size)
-    ceiling = calibrate.ceiling_for(frame_size)
-    return min(line, 1.2 * ceiling) if ceiling else line
+    return min(line, 1.2 * ceiling_pps) if ceiling_pps else line
 
 
 def search(measure, frame_size: FrameSize, sp: SearchParams, *, max_rate_pps: float,
-           on_trial: Optional[OnTrial] = None, progress: bool = True, warmup_s: float = 0.0):
-    """Run the search ``sp`` asks for; return ``list[SearchResult]`` (a DataFrame for sweeps)."""
+           ceiling_pps: Optional[float] = None, on_trial: Optional[OnTrial] = None,
+           progress: bool = True, warmup_s: float = 0.0):
+    """Run the search ``sp`` asks for; return ``list[SearchResult]`` (a DataFrame for sweeps).
+
+    ``min_rate_pps`` is used as given; a maximum rate not above it is an
+    :class:`InputError`. Results carry ``generator_limited`` against ``ceiling_pps``
+    (None: the generator is not calibrated at this frame size).
+    """
     goals = {}
     if sp.ndr:
         goals["ndr"] = 0.0
     if sp.pdr_loss_ratio is not None:
         goals["pdr"] = sp.pdr_loss_ratio
-    lo = min(sp.min_rate_pps, max_rate_pps / 10)
+    lo = sp.min_rate_pps
+    if sp.method in ("rfc2544", "mlrsearch") and not max_rate_pps > lo:
+        raise InputError(f"search: max_rate_pps {max_rate_pps:,.0f} must be above min_rate_pps {lo:,.0f}")
     if sp.method == "mrr":
         results = [mrr(measure, max_rate_pps, sp.final_trial_duration_s, warmup_duration_s=warmup_s,
                        on_trial=on_trial, progress=progress)]
@@ -154,15 +128,12 @@ def search(measure, frame_size: FrameSize, sp: SearchParams, *, max_rate_pps: fl
                         duration_sum_s=sp.duration_sum_s, search_duration_max_s=sp.search_duration_max_s,
                         warmup_duration_s=warmup_s, on_trial=on_trial, progress=progress)
         results = list(got.values())
-    return [calibrate.mark_generator_limited(r, frame_size) for r in results]
+    return [mark_generator_limited(r, ceiling_pps) for r in results]
 
 
-def measurer(gen: EmbeddedGenerator, frame_size: FrameSize, traffic: TrafficParams,
+def measurer(gen: TrafficGenerator, frame_size: FrameSize, traffic: TrafficParams,
              extra: Optional[dict] = None) -> GeneratorMeasurer:
     return GeneratorMeasurer(gen, frame_size, bidirectional=traffic.bidirectional, extra=extra)
 
 
-__all__ = [
-    "InputError", "check_inputs", "default_max_rate", "external_streams", "generator",
-    "measurer", "open_streams", "parse_port", "port_mtu", "search",
-]
+__all__ = ["InputError", "bench", "check_inputs", "check_scenario", "default_max_rate", "measurer", "search"]

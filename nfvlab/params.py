@@ -10,6 +10,7 @@ Unknown keys, wrong types and out-of-range values are all errors.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -18,13 +19,16 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
 from nfvlab import linerate
-from nfvlab.lab.catalogue import MODEL_NAMES
+from nfvlab.scenario.catalogue import MODEL_NAMES
 
 
 class ParamsError(ValueError):
@@ -67,7 +71,7 @@ def _check_model(v: Any) -> str:
 FrameSize = Annotated[Union[int, str], BeforeValidator(parse_frame_size)]
 """A frame size in bytes incl. FCS (64..9018) or ``"IMIX"``."""
 ModelName = Annotated[str, BeforeValidator(_check_model)]
-"""A model name from :mod:`nfvlab.lab.catalogue`."""
+"""A model name from :mod:`nfvlab.labs.embedded.catalogue`."""
 PositiveFloat = Annotated[float, Field(gt=0)]
 
 
@@ -103,7 +107,8 @@ class SearchParams(_Strict):
     relative_width: float = Field(default=0.005, gt=0, lt=1)
     """Search precision: (upper - lower) / upper at the end, 0..1."""
     min_rate_pps: PositiveFloat = 1000.0
-    """Lowest rate a search tries, packets/s per direction."""
+    """Lowest rate a search tries, packets/s per direction (used as given: a
+    search whose maximum rate is not above it is refused)."""
     max_rate_pps: Optional[PositiveFloat] = None
     """Highest rate, packets/s per direction; default: the port line rate, capped
     by 1.2 x the calibrated generator ceiling when one is known."""
@@ -128,21 +133,108 @@ class SearchParams(_Strict):
         return self
 
 
-class LabParams(_Strict):
-    """Which lab runs the experiment and how it is shaped."""
+class GeneratorParams(_Strict):
+    """The embedded generator (``generator: {kind: embedded}``)."""
 
-    kind: Literal["local", "k8s"] = "local"
-    """``local``: the embedded lab (namespaces on this host); ``k8s``: a real lab."""
+    kind: Literal["embedded"] = "embedded"
+    """``embedded``: nfvlab-gen (C, AF_PACKET) on the lab's ports."""
+    cpu: Optional[int] = Field(default=0, ge=0)
+    """CPU the generator's TX thread is pinned to (``null``: not pinned)."""
+
+
+_MAC = re.compile(r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$")
+
+
+class TrexParams(_Strict):
+    """How to reach a TRex server (stateless mode) and how to drive its two ports."""
+
+    kind: Literal["trex"] = "trex"
+    server: str = Field(min_length=1)
+    """Host name or address of the TRex server (``t-rex-64 -i``)."""
+    sync_port: int = Field(default=4501, ge=1, le=65535)
+    """TCP port of TRex's JSON-RPC (ZMQ REQ/REP) channel."""
+    async_port: int = Field(default=4500, ge=1, le=65535)
+    """TCP port of TRex's event (ZMQ PUB) channel."""
+    ports: list[int] = Field(default_factory=lambda: [0, 1], min_length=2, max_length=2)
+    """The two TRex port ids: direction 0 sends on ``ports[0]`` towards the DUT and is
+    received on ``ports[1]``; direction 1 the other way round."""
+    client: Literal["auto", "v3", "v2"] = "auto"
+    """Client library: ``v3`` lbr-trex-client in ``.venv-trex`` (servers v2.88..v3.0.x, STL API
+    5.x), ``v2`` trex-stl-lib in ``.venv-trex-v2`` (old servers, STL API 4.x), ``auto`` v3 and,
+    if the server answers with an older API and ``.venv-trex-v2`` exists, v2."""
+    client_path: Optional[str] = None
+    """A TRex server's ``automation/trex_control_plane/interactive`` directory, used (with
+    ``.venv-trex``'s python) instead of lbr-trex-client: the client that ships with the server."""
+    latency_pps: int = Field(default=1000, ge=0, le=1_000_000)
+    """Latency probes per second and direction (at most a tenth of the trial rate; part of
+    the rate, as in the embedded generator). 0 disables probes."""
+    flows: int = Field(default=1, ge=1, le=65535)
+    """UDP flows per direction: source ports 1024 .. 1024 + flows - 1 (a field-engine variable;
+    the first port moves below 1024 when more than 64512 flows would not fit)."""
+    core_mask: Optional[int] = Field(default=None, ge=1)
+    """TRex DP core mask per tx port (bit n = core n); None lets TRex split over all cores."""
+    timeout_s: float = Field(default=10.0, gt=0, le=600)
+    """Seconds to wait for the server to answer one RPC (and the worker to start)."""
+    settle_s: float = Field(default=0.5, ge=0, le=10)
+    """Seconds waited after the last frame left for frames still in flight, before counters
+    are read (TRex removes its RX filters only then)."""
+    max_overrun_s: float = Field(default=5.0, ge=0, le=300)
+    """Seconds past the intended duration the server may take to finish sending (a loaded
+    server stretches trials); then traffic is stopped and unsent frames count as loss."""
+    l2_dst_macs: Optional[list[str]] = None
+    """Destination MAC per TRex port (same order as ``ports``): puts the ports in L2 mode
+    towards the DUT at connect time. None keeps the server's own port configuration."""
+
+    @field_validator("ports")
+    @classmethod
+    def _distinct(cls, v: list[int]) -> list[int]:
+        if v[0] == v[1] or min(v) < 0:
+            raise ValueError(f"ports {v}: two distinct TRex port ids >= 0")
+        return v
+
+    @field_validator("l2_dst_macs")
+    @classmethod
+    def _macs(cls, v: Optional[list[str]]) -> Optional[list[str]]:
+        if v is None:
+            return v
+        if len(v) != 2 or not all(_MAC.match(m) for m in v):
+            raise ValueError("l2_dst_macs: two MAC addresses aa:bb:cc:dd:ee:ff, one per port")
+        return [m.lower() for m in v]
+
+    @model_validator(mode="after")
+    def _client_path_is_v3(self) -> "TrexParams":
+        if self.client_path and self.client == "v2":
+            raise ValueError("client_path is a v3 client directory: use client: v3 or auto")
+        return self
+
+
+def _generator_kind(v: Any) -> str:
+    return (v.get("kind", "embedded") if isinstance(v, dict) else getattr(v, "kind", "embedded"))
+
+
+AnyGenerator = Annotated[Union[Annotated[GeneratorParams, Tag("embedded")], Annotated[TrexParams, Tag("trex")]],
+                         Discriminator(_generator_kind)]
+"""``generator:`` of a lab profile: ``kind: embedded`` (the default) or ``kind: trex`` (docs/trex.md)."""
+
+
+class LabParams(_Strict):
+    """Which lab runs the experiment (the lab profile, ``params/lab.yaml``)."""
+
+    kind: Literal["embedded", "kubernetes"] = "embedded"
+    """``embedded``: network namespaces on this host; ``kubernetes``: a cluster (not yet implemented)."""
     port_speed: Literal["1GbE", "10GbE", "25GbE", "40GbE", "100GbE"] = "10GbE"
     """Nominal speed of the traffic ports (bounds requested rates)."""
-    mtu: int = Field(default=9100, ge=1280, le=9216)
-    """MTU of every lab link, bytes (frames above MTU + 18 are rejected)."""
-    generator_cpu: Optional[int] = Field(default=0, ge=0)
-    """CPU the generator's TX thread is pinned to (``null``: no pinning)."""
+    mtu: int = Field(default=9000, ge=1280, le=linerate.MAX_FRAME_BYTES - 18)
+    """MTU of every link the lab creates, bytes. A model whose ports carry less
+    (XDP and OVS/DPDK ports: 1500) uses its own; frames above MTU + 18 B are rejected."""
+    generator: AnyGenerator = Field(default_factory=GeneratorParams)
+    calibration: Optional[str] = None
+    """Calibration file (``nfvlab calibrate --out``) the generator-limited flag is
+    judged against; default ``$NFVLAB_STATE/calibration.json``."""
 
 
 def _check_ratio(v: Any) -> str:
-    from nfvlab.lab.resources import ratio
+    from nfvlab.scenario.resources import ratio
 
     ratio(str(v))  # ValueError names what is allowed
     return str(v)
@@ -208,6 +300,16 @@ class ExperimentParams(_Strict):
         return self
 
 
+class CalibrationParams(_Strict):
+    """The calibration stage (``params/<profile>/calibration.yaml``)."""
+
+    frame_sizes: list[FrameSize] = Field(default_factory=lambda: [64, 512, 1518], min_length=1)
+    """Frame sizes to find the generator's ceiling at (those the experiments use)."""
+    duration_s: PositiveFloat = 1.0
+    """Trial duration of the ceiling search, seconds."""
+    bidirectional: bool = True
+
+
 class ProfileParams(_Strict):
     """Which params profile the pipeline measures (``params/profile.yaml``)."""
 
@@ -254,14 +356,8 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
-def load(path: Union[str, Path], model: type[BaseModel] = ExperimentParams,
-         overrides: Optional[dict] = None) -> Any:
-    """Read a YAML params file into ``model``; one-line :class:`ParamsError` on any problem.
-
-    ``overrides`` (nested dict, e.g. papermill parameters) is merged into the
-    file's data before validation, so errors still name the file and key.
-    """
-    path = Path(path)
+def _read_mapping(path: Path) -> dict:
+    """A params file's top-level mapping; one-line ParamsError if it cannot be read or is not one."""
     try:
         text = path.read_text()
     except OSError as err:
@@ -276,6 +372,18 @@ def load(path: Union[str, Path], model: type[BaseModel] = ExperimentParams,
         data = {}
     if not isinstance(data, dict):
         raise ParamsError(f"{path}: top level must be a mapping of keys, got {type(data).__name__}")
+    return data
+
+
+def load(path: Union[str, Path], model: type[BaseModel] = ExperimentParams,
+         overrides: Optional[dict] = None) -> Any:
+    """Read a YAML params file into ``model``; one-line :class:`ParamsError` on any problem.
+
+    ``overrides`` (nested dict, e.g. papermill parameters) is merged into the
+    file's data before validation, so errors still name the file and key.
+    """
+    path = Path(path)
+    data = _read_mapping(path)
     if overrides:
         data = _merge(data, overrides)
     return validate(model, data, str(path) + (" (with overrides)" if overrides else ""))
@@ -283,13 +391,24 @@ def load(path: Union[str, Path], model: type[BaseModel] = ExperimentParams,
 
 def load_experiment(path: Union[str, Path], lab_profile: Optional[Union[str, Path]] = "params/lab.yaml",
                     overrides: Optional[dict] = None) -> ExperimentParams:
-    """An experiment's params file with the lab profile merged into its ``lab:``.
+    """An experiment's params file with the lab profile as its ``lab:``.
 
-    ``overrides`` (papermill parameters) win over both; every error is one line
-    naming the file and key.
+    Precedence: ``overrides`` (papermill parameters) > the experiment file's own
+    ``lab:`` keys > the lab profile. A key the experiment file and the profile
+    both set to *different* values is an error naming both files (the profile
+    says where experiments run; an experiment that disagrees must say so
+    explicitly, through ``overrides``). Every error is one line naming the file and key.
     """
     merged: dict = {}
     if lab_profile is not None:
         lab = load(lab_profile, LabParams)
-        merged = {"lab": lab.model_dump(exclude_unset=True)}
+        profile = lab.model_dump(exclude_unset=True)
+        own = _read_mapping(Path(path)).get("lab") or {}
+        if isinstance(own, dict):
+            clash = [k for k in own if k in profile and own[k] != profile[k]]
+            if clash:
+                k = clash[0]
+                raise ParamsError(f"{path}: lab.{k}: {own[k]!r} disagrees with the lab profile "
+                                  f"{lab_profile} ({profile[k]!r}): remove it from one of them")
+        merged = {"lab": _merge(profile, own) if isinstance(own, dict) else profile}
     return load(path, ExperimentParams, overrides=_merge(merged, overrides or {}) or None)

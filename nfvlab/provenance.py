@@ -38,7 +38,7 @@ PACKAGES: tuple[str, ...] = (
 SCHEMA_VERSION = 1
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
-_GENERATOR_SOURCE = _PACKAGE_DIR / "traffic" / "nfvlab_gen.c"
+_GENERATOR_SOURCE = _PACKAGE_DIR / "traffic" / "embedded" / "nfvlab_gen.c"
 _SUBPROCESS_TIMEOUT_S = 5.0
 
 
@@ -243,7 +243,7 @@ def collect(params: dict | None = None) -> dict:
         ``packages`` (dict of str to str or None)
             Versions of the Debian packages in :data:`PACKAGES`.
         ``generator_source_sha256`` (str)
-            SHA-256 (hex) of ``nfvlab/traffic/nfvlab_gen.c``; its first 16
+            SHA-256 (hex) of ``nfvlab/traffic/embedded/nfvlab_gen.c``; its first 16
             characters name the compiled generator binary.
         ``params`` (dict or None)
             As given.

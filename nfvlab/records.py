@@ -141,6 +141,9 @@ class RecordWriter:
         Defaults to :func:`nfvlab.provenance.collect` of ``params``.
     run_id : str, optional
         Defaults to :func:`new_run_id`.
+    extra_provenance : dict, optional
+        Merged into the provenance (e.g. ``lab``: the backend's facts,
+        ``generator``: its identity and calibrated ceilings).
 
     Notes
     -----
@@ -158,6 +161,7 @@ class RecordWriter:
         provenance: Optional[dict] = None,
         *,
         run_id: Optional[str] = None,
+        extra_provenance: Optional[dict] = None,
     ) -> None:
         self.path = Path(path)
         self.experiment = experiment
@@ -166,7 +170,7 @@ class RecordWriter:
             from nfvlab.provenance import collect
 
             provenance = collect(self.params)
-        self.provenance = provenance
+        self.provenance = {**provenance, **(extra_provenance or {})}
         self.run_id = run_id or new_run_id()
         self.trials = 0
         self._fd: Optional[int] = None

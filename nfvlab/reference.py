@@ -364,7 +364,7 @@ def density_mrr() -> pd.DataFrame:
         cpu : str
             ``"Xeon Platinum 8180"`` / ``"Xeon Gold 6150"`` (from Environments).
         pcdr4sw, pcmr4sw, pcdr4nf, pcmr4nf : str
-            Core ratios as published, ``"(1:1)"`` etc. (see :mod:`nfvlab.density`).
+            Core ratios as published, ``"(1:1)"`` etc. (see :mod:`nfvlab.scenario.density`).
         topology : str
             ``VSC`` (VNF service chain), ``CSC`` (CNF service chain), ``CSP``
             (CNF service pipeline).
@@ -416,7 +416,7 @@ def density_core_view() -> pd.DataFrame:
     36 rows. The published values equal ``ceil(1.5 * total_nfs)``: NF cores
     only at ``pcdr4nf=(1:1), pcmr4nf=(1:2)``, rounded up on the node total,
     *excluding* the switch's cores even though the view lists the switch ratios
-    (see :mod:`nfvlab.density`).
+    (see :mod:`nfvlab.scenario.density`).
 
     Returns
     -------

@@ -620,3 +620,77 @@ def claim_order(
     result["holds"] = True
     result["detail"] = f"holds: {' > '.join(map(repr, available))} by {value}{note}"
     return result
+
+
+#: Verdicts of a claim, in report order.
+VERDICTS = ("holds", "contradicted", "inconclusive", "not testable")
+
+
+def claim_verdict(compare_df: pd.DataFrame, chains: Sequence[Sequence[Any]]) -> dict:
+    """Judge a claim "each chain is in decreasing order" from pairwise tests.
+
+    Every adjacent pair ``(hi, lo)`` of every chain is looked up in
+    ``compare_df`` (:func:`compare` over the claim's pairs, so its
+    ``p_adjusted`` is already corrected over them). A pair *supports* the claim
+    when it is significant in the claimed direction, *contradicts* it when it
+    is significant the other way, and is *undecided* otherwise (not
+    significant, or not comparable: ``n < 2``).
+
+    Returns
+    -------
+    dict
+        ``verdict``: ``holds`` (every pair supports), ``contradicted`` (some
+        pair contradicts), ``inconclusive`` (neither, at this n), or ``not
+        testable`` (no pair could be tested); and for the deciding pair (the
+        least significant supporting pair for ``holds``, the most significant
+        contradicting pair for ``contradicted``, the least significant
+        undecided pair otherwise): ``pair`` ("hi > lo"), ``test``,
+        ``p_adjusted``, ``effect_size`` (positive: hi larger), ``effect_size_kind``,
+        ``n`` (the smaller sample of the pair); ``detail`` spells out every pair.
+    """
+    evidence = []
+    for chain in chains:
+        for hi, lo in zip(chain, chain[1:]):
+            row, forward = _find_pair(compare_df, hi, lo)
+            if row is None or row["test"] == "insufficient-data" or pd.isna(row["p_adjusted"]):
+                n = (min(int(row["n_a"]), int(row["n_b"])) if row is not None else 0)
+                evidence.append({"pair": f"{hi} > {lo}", "state": "untestable", "test": None,
+                                 "p_adjusted": np.nan, "effect_size": np.nan, "effect_size_kind": None, "n": n})
+                continue
+            sign = 1.0 if forward else -1.0
+            claimed = "a>b" if forward else "a<b"
+            if bool(row["significant"]):
+                state = "supports" if row["direction"] == claimed else "contradicts"
+            else:
+                state = "undecided"
+            evidence.append({"pair": f"{hi} > {lo}", "state": state, "test": row["test"],
+                             "p_adjusted": float(row["p_adjusted"]),
+                             "effect_size": sign * float(row["effect_size"]) if pd.notna(row["effect_size"])
+                             else np.nan,
+                             "effect_size_kind": row.get("effect_size_kind"),
+                             "n": min(int(row["n_a"]), int(row["n_b"]))})
+    states = [e["state"] for e in evidence]
+    if not evidence or all(s == "untestable" for s in states):
+        verdict, pick = "not testable", (evidence[0] if evidence else None)
+    elif "contradicts" in states:
+        verdict = "contradicted"
+        pick = min((e for e in evidence if e["state"] == "contradicts"), key=lambda e: e["p_adjusted"])
+    elif all(s == "supports" for s in states):
+        verdict = "holds"
+        pick = max(evidence, key=lambda e: e["p_adjusted"])
+    else:
+        verdict = "inconclusive"
+        open_pairs = [e for e in evidence if e["state"] in ("undecided", "untestable")]
+        pick = max(open_pairs, key=lambda e: (e["state"] == "undecided", np.nan_to_num(e["p_adjusted"])))
+
+    def fmt(e):
+        if e["state"] == "untestable":
+            return f"{e['pair']}: not testable (n = {e['n']})"
+        return (f"{e['pair']}: {e['state']} ({e['test']}, p_adj = {e['p_adjusted']:.3g}, "
+                f"effect {e['effect_size']:+.2f}, n = {e['n']})")
+
+    out = {"verdict": verdict, "pair": None, "test": None, "p_adjusted": np.nan, "effect_size": np.nan,
+           "effect_size_kind": None, "n": 0, "detail": "; ".join(fmt(e) for e in evidence) or "no pair"}
+    if pick is not None:
+        out.update({k: pick[k] for k in ("pair", "test", "p_adjusted", "effect_size", "effect_size_kind", "n")})
+    return out

@@ -45,7 +45,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -
   touch "$stamp"
 fi
 
-# 3. Compile the embedded traffic generator now rather than in the first trial.
-.venv/bin/python -c 'from nfvlab.traffic.build import gen_binary; gen_binary()' 2>/dev/null || \
-  echo "setup: note: traffic generator not compiled yet (nfvlab/traffic/nfvlab_gen.c missing?)"
+# 3. The TRex client's own environments (its bundled zmq/yaml/scapy must not meet Jupyter's).
+bash scripts/setup-trex.sh --v2
+
+# 4. Compile the embedded traffic generator now rather than in the first trial.
+.venv/bin/python -c 'from nfvlab.traffic.embedded import gen_binary; gen_binary()' || \
+  echo "setup: note: traffic generator not compiled yet (see the error above)"
 echo "setup: done"

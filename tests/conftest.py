@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nfvlab.lab import state
+from nfvlab.labs.embedded import state
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -62,38 +62,39 @@ def test_b_table_values_and_published_beside(tmp_path):
 
 
 @pytest.mark.parametrize("means,expect", [
-    ({"exclusive": 100_000, "shared": 90_000, "none": 80_000}, True),
-    ({"exclusive": 80_000, "shared": 90_000, "none": 100_000}, False),
+    ({"exclusive": 100_000, "shared": 90_000, "none": 80_000}, "holds"),
+    ({"exclusive": 80_000, "shared": 90_000, "none": 100_000}, "contradicted"),
+    ({"exclusive": 90_000, "shared": 90_000, "none": 80_000}, "inconclusive"),
 ])
 def test_b_pinning_claim_holds_or_not(tmp_path, means, expect):
     p = b_records(tmp_path / "b.jsonl", means)
     c = analysis.tables("b", p, ["ovs-dpdk-vhost"])["claims"]
     row = claim(c, "B.2: exclusive > shared > none", "ovs-dpdk-vhost, numa=s1, 1518 B")
-    assert len(row) == 1 and row["holds"].iloc[0] is expect
+    assert len(row) == 1 and row["verdict"].iloc[0] == expect
     # s2..s4 not realizable: the NUMA claim is not testable, with the reason
     numa = claim(c, "B.2: s1 best", "ovs-dpdk-vhost, pinning=shared, 1518 B")
-    assert len(numa) == 1 and numa["holds"].iloc[0] is None
+    assert len(numa) == 1 and numa["verdict"].iloc[0] == "not testable"
     assert B_NOT_REALIZABLE in numa["detail"].iloc[0] and "s2: not realizable" in numa["detail"].iloc[0]
 
 
-@pytest.mark.parametrize("shared,none,expect", [(90_000, 80_000, True), (80_000, 90_000, False)])
+@pytest.mark.parametrize("shared,none,expect", [(90_000, 80_000, "holds"), (80_000, 90_000, "contradicted")])
 def test_b_exclusive_missing_is_not_testable_and_the_sub_order_is_judged(tmp_path, shared, none, expect):
     p = b_records(tmp_path / "b.jsonl", {"shared": shared, "none": none})
     c = analysis.tables("b", p, ["ovs-dpdk-vhost"])["claims"]
     rows = claim(c, "B.2: exclusive > shared > none", "ovs-dpdk-vhost, numa=s1, 1518 B")
     assert len(rows) == 2
     full, part = rows.iloc[0], rows.iloc[1]
-    assert full["holds"] is None
-    assert full["detail"] == "not testable on this host (exclusive: not realizable: exclusive pinning needs 3 CPUs)"
+    assert full["verdict"] == "not testable"
+    assert full["detail"] == "on this host: exclusive: not realizable: exclusive pinning needs 3 CPUs"
     assert part["claim"].endswith("testable part: shared > none")
-    assert part["holds"] is expect
+    assert part["verdict"] == expect
 
 
 def test_b_numa_claim_when_all_scenarios_are_measured(tmp_path):
     p = b_records(tmp_path / "b.jsonl", {"shared": 90_000, "none": 80_000}, numa=("s1", "s2", "s3", "s4"))
     c = analysis.tables("b", p, ["ovs-dpdk-vhost"])["claims"]
     row = claim(c, "B.2: s1 best", "ovs-dpdk-vhost, pinning=shared, 1518 B")
-    assert len(row) == 1 and row["holds"].iloc[0] is True  # s2..s4 at half of s1
+    assert len(row) == 1 and row["verdict"].iloc[0] == "holds"  # s2..s4 at half of s1
 
 
 def c_records(path, combined, userspace, sizes=(64, 512, 1518)):
@@ -105,7 +106,7 @@ def c_records(path, combined, userspace, sizes=(64, 512, 1518)):
     return write_records(path, "c", cells, notes=notes)
 
 
-@pytest.mark.parametrize("combined,userspace,expect", [(120_000, 100_000, True), (100_000, 120_000, False)])
+@pytest.mark.parametrize("combined,userspace,expect", [(120_000, 100_000, "holds"), (100_000, 120_000, "contradicted")])
 def test_c_combined_beats_userspace(tmp_path, combined, userspace, expect):
     p = c_records(tmp_path / "c.jsonl", combined, userspace)
     tabs = analysis.tables("c", p, ["chain-userspace", "chain-combined"])
@@ -117,12 +118,12 @@ def test_c_combined_beats_userspace(tmp_path, combined, userspace, expect):
     c = tabs["claims"]
     per_size = c[c["claim"].str.startswith("C.2: combined")]
     assert list(per_size["condition"]) == ["numa=s1, 64 B", "numa=s1, 512 B", "numa=s1, 1518 B"]
-    assert set(per_size["holds"]) == {expect}
+    assert set(per_size["verdict"]) == {expect}
     numa = tabs["numa"]
     assert list(numa["numa"].unique()) == ["s1", "s2", "s3", "s4", "s5", "s6"]
     assert numa[numa["numa"] == "s3"]["draft11_fig17_gbps"].iloc[0] == 29.23
     nc = c[c["claim"].str.startswith("C.2: s1 best")]
-    assert len(nc) == 2 and nc["holds"].isna().all() and nc["detail"].str.contains("needs 2 NUMA nodes").all()
+    assert len(nc) == 2 and (nc["verdict"] == "not testable").all() and nc["detail"].str.contains("needs 2 NUMA nodes").all()
 
 
 def d_records(path, means, cpus=2):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from nfvlab.traffic.build import gen_binary
+from nfvlab.traffic.embedded import gen_binary
 
 pytestmark = [
     pytest.mark.lab,

@@ -9,8 +9,10 @@ import time
 import pytest
 
 from conftest import NO_RESIDUE, REPO, lab_residue
-from nfvlab.lab import catalogue, state
-from nfvlab.lab.core import Lab, LabError
+from nfvlab.labs.embedded import realize, state
+from nfvlab.scenario import catalogue
+from nfvlab.labs import LabError
+from nfvlab.labs.embedded import Lab
 from nfvlab.traffic.embedded import EmbeddedGenerator
 from nfvlab.trial import run_trial
 
@@ -67,7 +69,7 @@ def test_failure_while_building_leaves_nothing(clean_host):
         raise OSError("link creation failed")
 
     with pytest.raises(OSError):
-        with Lab("broken", builder=half_then_fail):
+        with Lab("linux-bridge", builder=half_then_fail):
             pass
     assert lab_residue() == NO_RESIDUE
 
@@ -82,7 +84,7 @@ def test_second_lab_is_refused_while_one_is_in_use(clean_host):
 
 PROGRAM = """
 import sys, time
-from nfvlab.lab.core import Lab
+from nfvlab.labs.embedded import Lab
 with Lab(sys.argv[1]) as lab:
     print("up", flush=True)
     time.sleep(60)
@@ -156,10 +158,10 @@ def test_unknown_or_unrealizable_model_fails_before_anything_exists(clean_host):
 def test_catalogue_lists_every_draft_section_and_kernel_models_run_here():
     sections = {m.section for m in catalogue.MODELS}
     assert {"4.1.1", "4.1.2", "4.1.3", "4.1.4", "4.1.5"} <= sections
-    feats = catalogue.kernel_features()
+    feats = realize.kernel_features()
     for name in KERNEL_MODELS:
-        assert catalogue.realizable(catalogue.get(name), feats) == (True, "")
-    ok, why = catalogue.realizable(catalogue.get("vpp"), feats)
+        assert realize.realizable(name, feats) == (True, "")
+    ok, why = realize.realizable("vpp", feats)
     assert not ok and "VPP" in why
-    ok, why = catalogue.realizable(catalogue.get("linux-bridge"), {**feats, "bridge": False})
+    ok, why = realize.realizable("linux-bridge", {**feats, "bridge": False})
     assert not ok and "bridge" in why

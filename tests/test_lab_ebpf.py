@@ -12,8 +12,9 @@ import pytest
 
 from conftest import NO_RESIDUE, REPO, lab_residue
 from test_lab import PROGRAM  # builds a lab, prints "up", sleeps
-from nfvlab.lab import bpf, catalogue, ebpf, state
-from nfvlab.lab.core import Lab, LabError
+from nfvlab.labs.embedded import bpf, ebpf, host, realize, state
+from nfvlab.labs import LabError
+from nfvlab.labs.embedded import Lab
 from nfvlab.traffic.embedded import EmbeddedGenerator
 from nfvlab.trial import run_trial
 
@@ -136,7 +137,7 @@ def test_kill9_then_lab_clean_leaves_no_residue(clean, model):
 
 def _path_without(tmp_path, missing: str) -> str:
     """A PATH holding links to the eBPF tools except ``missing``."""
-    for tool in catalogue.BPF_TOOLS:
+    for tool in realize.BPF_TOOLS:
         found = shutil.which(tool)
         if found and tool != missing:
             (tmp_path / tool).symlink_to(found)
@@ -146,7 +147,7 @@ def _path_without(tmp_path, missing: str) -> str:
 @pytest.mark.parametrize("tool, model", [("clang", "ebpf-tc"), ("clang", "ebpf-xdp"),
                                          ("bpftool", "ebpf-tc"), ("ethtool", "ebpf-xdp")])
 def test_missing_tool_is_one_line_naming_it_and_setup(clean, monkeypatch, tmp_path, tool, model):
-    """clang: refused by the catalogue's preflight; the others: by the builder, before any namespace."""
+    """clang: refused by the realization table's preflight; the others: by the builder, before any namespace."""
     with monkeypatch.context() as m, pytest.raises(LabError, match=tool) as err:
         m.setenv("PATH", _path_without(tmp_path, tool))
         with Lab(model):
@@ -156,16 +157,14 @@ def test_missing_tool_is_one_line_naming_it_and_setup(clean, monkeypatch, tmp_pa
 
 
 def test_kernel_without_bpf_is_refused(monkeypatch):
-    from nfvlab.lab import catalogue
-
-    monkeypatch.setattr(catalogue, "_kernel_config", lambda: {"CONFIG_BPF_SYSCALL": "n"})
+    monkeypatch.setattr(host, "kernel_config", lambda: {"CONFIG_BPF_SYSCALL": "n"})
     with pytest.raises(LabError, match="CONFIG_BPF_SYSCALL"):
         bpf.check_toolchain()
 
 
 def test_compile_error_is_one_line_with_the_first_error(clean, monkeypatch, tmp_path):
     (tmp_path / "tc_redirect.c").write_text("int f(void) { return undeclared_thing; }\n")
-    monkeypatch.setattr(bpf, "SOURCE_DIR", tmp_path)
+    monkeypatch.setattr(bpf, "source_dir", lambda: tmp_path)
     monkeypatch.setenv("NFVLAB_CACHE", str(tmp_path / "cache"))
     with pytest.raises(LabError, match=r"compiling tc_redirect.c failed: .*undeclared_thing") as err:
         with Lab("ebpf-tc"):

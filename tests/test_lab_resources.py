@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from conftest import NO_RESIDUE, REPO, lab_residue
-from nfvlab.lab import state
-from nfvlab.lab.core import Lab
-from nfvlab.lab.resources import Resources
+from nfvlab.labs.embedded import state
+from nfvlab.labs.embedded import Lab
+from nfvlab.scenario import Resources, Scenario
 
 pytestmark = pytest.mark.lab
 
@@ -43,7 +43,7 @@ def test_spawned_process_is_confined_to_its_cpuset_and_both_go_away(clean_host):
 
 
 def test_noisy_neighbour_runs_stress_ng_in_its_own_pod(clean_host):
-    with Lab("linux-bridge", resources=Resources(noisy_load_pct=30)) as lab:
+    with Lab(Scenario("linux-bridge", Resources(noisy_load_pct=30))) as lab:
         assert any(ns.endswith("-noisy") for ns in lab.state.namespaces)
         rec = lab.state.processes[-1]
         assert "stress-ng" in rec.cmd
@@ -65,8 +65,8 @@ def test_hugepages_reserved_by_a_lab_are_given_back(clean_host):
 
 
 def test_kill_9_with_a_noisy_neighbour_is_recoverable(clean_host):
-    code = ("import time\nfrom nfvlab.lab.core import Lab\nfrom nfvlab.lab.resources import Resources\n"
-            "with Lab('macvlan', resources=Resources(noisy_load_pct=20)) as lab:\n"
+    code = ("import time\nfrom nfvlab.labs.embedded import Lab\nfrom nfvlab.scenario import Resources, Scenario\n"
+            "with Lab(Scenario('macvlan', Resources(noisy_load_pct=20))) as lab:\n"
             "    print('up', flush=True)\n    time.sleep(60)\n")
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, cwd=REPO)
     assert p.stdout.readline().strip() == "up"

@@ -8,9 +8,11 @@ import sys
 import pytest
 
 from conftest import NO_RESIDUE, REPO, lab_residue
-from nfvlab.lab import catalogue, state, testpmd
-from nfvlab.lab.core import Lab, LabError
-from nfvlab.lab.resources import Resources
+from nfvlab.labs.embedded import realize, state, testpmd
+from nfvlab.scenario import catalogue
+from nfvlab.labs import LabError
+from nfvlab.labs.embedded import Lab
+from nfvlab.scenario import Resources, Scenario
 from nfvlab.traffic.embedded import EmbeddedGenerator
 from nfvlab.trial import run_trial
 
@@ -85,16 +87,16 @@ def test_pod_forwarder_is_placed_by_the_core_plan(clean_host):
 
 def test_hugepages_are_reserved_and_given_back(clean_host):
     before = int(state.HUGEPAGES_2M.read_text())
-    with Lab("ovs-dpdk-vhost", resources=Resources(hugepages=True)) as lab:
+    with Lab(Scenario("ovs-dpdk-vhost", Resources(hugepages=True))) as lab:
         assert int(state.HUGEPAGES_2M.read_text()) >= before + lab.state.hugepages_2m > before
         assert_lossless_exact(low_rate_trial(lab), "hugepages")
     assert int(state.HUGEPAGES_2M.read_text()) == before
 
 
 def test_missing_tool_fails_in_one_line_before_anything_exists(clean_host, monkeypatch):
-    memif = catalogue.get("ovs-dpdk-memif")
+    memif = realize.REALIZATIONS["ovs-dpdk-memif"]
     broken = dataclasses.replace(memif, tools=memif.tools + ("ovs-vsctl-missing",))
-    monkeypatch.setattr(catalogue, "MODELS", tuple(broken if m is memif else m for m in catalogue.MODELS))
+    monkeypatch.setitem(realize.REALIZATIONS, "ovs-dpdk-memif", broken)
     with pytest.raises(LabError, match=r"missing ovs-vsctl-missing .*`\./run setup`") as err:
         with Lab("ovs-dpdk-memif"):
             pass
@@ -105,7 +107,7 @@ def test_missing_tool_fails_in_one_line_before_anything_exists(clean_host, monke
 def test_too_few_hugepages_fails_in_one_line_before_anything_exists(clean_host, monkeypatch):
     monkeypatch.setattr(testpmd, "TESTPMD_MEMORY_MB", 10 ** 8)
     with pytest.raises(LabError, match="hugepages") as err:
-        with Lab("afxdp-cni", resources=Resources(hugepages=True)):
+        with Lab(Scenario("afxdp-cni", Resources(hugepages=True))):
             pass
     assert "\n" not in str(err.value)
     assert lab_residue() == NO_RESIDUE
@@ -120,7 +122,7 @@ def test_exception_inside_an_ovs_lab_tears_everything_down(clean_host):
 
 PROGRAM = """
 import sys, time
-from nfvlab.lab.core import Lab
+from nfvlab.labs.embedded import Lab
 with Lab(sys.argv[1]) as lab:
     print("up", flush=True)
     time.sleep(60)

@@ -50,7 +50,7 @@ def test_valid_file_loads_with_defaults(tmp_path):
         ("experiment: a\nsearch: {method: guess}\n", "search.method", "'mrr', 'rfc2544', 'mlrsearch' or 'sweep'"),
         ("experiment: a\nsearch: {relative_width: 1.5}\n", "search.relative_width", "less than 1"),
         ("experiment: a\nsearch: {min_rate_pps: 100, max_rate_pps: 50}\n", "search", "must be above"),
-        ("experiment: a\nlab: {kind: cloud}\n", "lab.kind", "'local' or 'k8s'"),
+        ("experiment: a\nlab: {kind: cloud}\n", "lab.kind", "'embedded' or 'kubernetes'"),
         ("experiment: a\nlab: {port_speed: 400GbE}\n", "lab.port_speed", "10GbE"),
         ("traffic: {flows: 2}\n", "experiment", "required key missing"),
         ("experiment: a\nrepetitions: 1.5\n", "repetitions", "integer"),
@@ -75,7 +75,8 @@ def test_missing_file(tmp_path):
 def test_every_shipped_params_file_is_valid():
     files = sorted((REPO / "params").rglob("*.yaml"))
     assert len(files) >= 11, "params/ lacks files"
-    special = {"reference.yaml": P.ReferenceParams, "lab.yaml": P.LabParams, "profile.yaml": P.ProfileParams}
+    special = {"reference.yaml": P.ReferenceParams, "lab.yaml": P.LabParams, "profile.yaml": P.ProfileParams,
+               "calibration.yaml": P.CalibrationParams}
     for f in files:
         if f.name in special:
             P.load(f, special[f.name])
@@ -83,4 +84,42 @@ def test_every_shipped_params_file_is_valid():
             P.load_experiment(f, REPO / "params/lab.yaml")
     for profile in ("quick", "full"):  # every experiment in both profiles
         assert sorted(p.name for p in (REPO / "params" / profile).glob("*.yaml")) == [
-            f"experiment_{x}.yaml" for x in "abcd"]
+            "calibration.yaml", *(f"experiment_{x}.yaml" for x in "abcd")]
+
+
+def _files(tmp_path, exp_text, profile_text):
+    exp, prof = tmp_path / "exp.yaml", tmp_path / "lab.yaml"
+    exp.write_text(exp_text)
+    prof.write_text(profile_text)
+    return exp, prof
+
+
+def test_lab_profile_is_the_experiments_lab_and_its_own_keys_add_to_it(tmp_path):
+    exp, prof = _files(tmp_path, "experiment: a\nlab: {port_speed: 40GbE}\n",
+                       "kind: embedded\nmtu: 1500\ngenerator: {cpu: 1}\n")
+    p = P.load_experiment(exp, prof)
+    assert (p.lab.kind, p.lab.mtu, p.lab.generator.cpu, p.lab.port_speed) == ("embedded", 1500, 1, "40GbE")
+
+
+def test_a_key_set_differently_in_experiment_and_profile_is_an_error_naming_both(tmp_path):
+    exp, prof = _files(tmp_path, "experiment: a\nlab: {mtu: 9000}\n", "mtu: 1500\n")
+    with pytest.raises(P.ParamsError) as err:
+        P.load_experiment(exp, prof)
+    msg = str(err.value)
+    assert msg.startswith(f"{exp}: lab.mtu: 9000 disagrees with the lab profile {prof} (1500)")
+    assert "\n" not in msg
+    same, _ = _files(tmp_path, "experiment: a\nlab: {mtu: 1500}\n", "mtu: 1500\n")
+    assert P.load_experiment(same, prof).lab.mtu == 1500  # the same value is no conflict
+
+
+def test_overrides_win_over_experiment_and_profile(tmp_path):
+    exp, prof = _files(tmp_path, "experiment: a\nlab: {mtu: 1500}\n", "mtu: 1500\nport_speed: 25GbE\n")
+    p = P.load_experiment(exp, prof, overrides={"lab": {"mtu": 2000, "port_speed": "100GbE"}})
+    assert (p.lab.mtu, p.lab.port_speed) == (2000, "100GbE")
+
+
+@pytest.mark.parametrize("mtu", [1279, 9001])
+def test_lab_mtu_outside_what_frames_allow_is_refused(tmp_path, mtu):
+    exp, prof = _files(tmp_path, "experiment: a\n", f"mtu: {mtu}\n")
+    with pytest.raises(P.ParamsError, match=f"{prof}: mtu: "):
+        P.load_experiment(exp, prof)

@@ -90,7 +90,7 @@ def test_missing_package_is_none():
 
 
 def test_generator_hash():
-    src = Path(provenance.__file__).parent / "traffic" / "nfvlab_gen.c"
+    src = Path(provenance.__file__).parent / "traffic" / "embedded" / "nfvlab_gen.c"
     expected = hashlib.sha256(src.read_bytes()).hexdigest() if src.is_file() else None
     assert collect()["generator_source_sha256"] == expected
 

@@ -1,12 +1,10 @@
 """Service density topologies on real namespaces: lossless, through every NF, spread by ECMP."""
-import functools
-
 import pytest
 
 from conftest import NO_RESIDUE, lab_residue
-from nfvlab.lab import netns as nl
-from nfvlab.lab.core import Lab
-from nfvlab.lab.servicechain import build_service_matrix
+from nfvlab.system import netns as nl
+from nfvlab.labs.embedded import Lab
+from nfvlab.scenario import DensityCell, Scenario
 from nfvlab.traffic.embedded import EmbeddedGenerator
 from nfvlab.trial import run_trial
 
@@ -14,8 +12,7 @@ pytestmark = pytest.mark.lab
 
 
 def _lab(topology, instances, nfs):
-    build = functools.partial(build_service_matrix, topology=topology, instances=instances, nfs=nfs)
-    return Lab("host-routing", builder=build, label=f"{topology} {instances}x{nfs}")
+    return Lab(Scenario("host-routing", density=DensityCell(topology, instances, nfs)))
 
 
 @pytest.mark.parametrize("topology", ["csc", "csp"])

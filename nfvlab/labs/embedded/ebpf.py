@@ -16,15 +16,15 @@ MACs; the generator addresses the pod's MACs.
   at the far ends of the targets (pod eth1/eth2, TG tg0/tg1).
 
 Programs learn their target ifindex from a map written after loading
-(:mod:`nfvlab.lab.bpf`); objects are compiled once and cached. Programs die
+(:mod:`nfvlab.labs.embedded.bpf`); objects are compiled once and cached. Programs die
 with the worker namespace's devices: teardown needs nothing extra.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from nfvlab.lab import bpf
-from nfvlab.lab.kernel import Stream, pod_on_veths, pod_routes_to_tg
+from nfvlab.labs.embedded import bpf
+from nfvlab.labs.embedded.kernel import Stream, pod_on_veths, pod_routes_to_tg
 
 #: Worker NIC port -> the worker end of the pod veth it is patched to.
 PATCH = {"nic0": "vp1a", "nic1": "vp1b"}

@@ -19,20 +19,24 @@ import signal
 import subprocess
 from typing import Optional, Protocol
 
-from nfvlab.lab import netns as nl
-from nfvlab.lab.kernel import Port, Stream
 from nfvlab.linerate import FrameSize
-from nfvlab.traffic.build import gen_binary
+from nfvlab.scenario.topology import Port, Stream
+from nfvlab.system import netns as nl
+from nfvlab.system.host import host_identity
+from nfvlab.traffic.base import GeneratorError
+from nfvlab.traffic.embedded.binary import gen_binary
 from nfvlab.traffic.stats import DirectionStats, LatencyStats
-
-
-class GeneratorError(RuntimeError):
-    """The generator failed (its one-line message is included)."""
 
 
 class ProcessTracker(Protocol):
     def track_process(self, pid: int, cmd: str): ...
     def untrack_process(self, rec) -> None: ...
+
+
+def identity(cpu: Optional[int] = 0) -> dict:
+    """Binary (by source hash), port kind, TX CPU and host: what the ceiling depends on."""
+    return {"name": EmbeddedGenerator.name, "version": gen_binary().name.rsplit("-", 1)[-1],
+            "ports": "af_packet on veth", "cpu": "any" if cpu is None else str(cpu), "host": host_identity()}
 
 
 class EmbeddedGenerator:
@@ -60,6 +64,9 @@ class EmbeddedGenerator:
         self.tracker = tracker
         self.binary = gen_binary()
 
+    def identity(self) -> dict:
+        return identity(self.cpu)
+
     def describe(self) -> dict:
         return {
             "generator": self.name,
@@ -67,8 +74,7 @@ class EmbeddedGenerator:
             "flows": self.flows,
             "latency_pps": self.latency_pps,
             "cpu": self.cpu,
-            "streams": [{"tx": str(s.tx), "rx": str(s.rx), "smac": s.smac, "dmac": s.dmac,
-                         "sip": s.sip, "dip": s.dip} for s in self.streams],
+            "streams": [s.describe() for s in self.streams],
         }
 
     def probe_pps(self, rate_pps: float) -> int:

@@ -1,7 +1,7 @@
 """NFV service density topologies (seed 001) on kernel-router NFs.
 
 ``instances`` service instances of ``nfs`` network functions each, every NF a
-pod namespace that routes like the C-VNF of :mod:`nfvlab.lab.kernel`. The
+pod namespace that routes like the C-VNF of :mod:`nfvlab.labs.embedded.kernel`. The
 worker node's kernel router is the switch (the host-routing model); traffic
 from a TG port is spread over the instances by ECMP on the L4 hash (so the
 generator must use many flows), as a service load balancer would.
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from nfvlab.lab import netns as nl
-from nfvlab.lab.kernel import TG_NET, Stream, tg_streams, tg_macs, cable_tg_to_worker, enable_forwarding
+from nfvlab.system import netns as nl
+from nfvlab.labs.embedded.kernel import TG_NET, Stream, tg_streams, tg_macs, cable_tg_to_worker, enable_forwarding
 
 Topology = Literal["csc", "csp"]
 TOPOLOGIES: tuple[str, ...] = ("csc", "csp")

@@ -1,8 +1,8 @@
 """User-space (OVS-DPDK), AF_XDP and combined networking models (draft §4.1.2, §4.1.3, §4.1.5).
 
-Same Figure-9 shape as :mod:`nfvlab.lab.kernel`; the pod's forwarder is a DPDK
-testpmd in MAC mode (:mod:`nfvlab.lab.testpmd`) and the vSwitch, where there is
-one, is a private OVS-DPDK (:mod:`nfvlab.lab.ovs`) in the worker namespace
+Same Figure-9 shape as :mod:`nfvlab.labs.embedded.kernel`; the pod's forwarder is a DPDK
+testpmd in MAC mode (:mod:`nfvlab.labs.embedded.testpmd`) and the vSwitch, where there is
+one, is a private OVS-DPDK (:mod:`nfvlab.labs.embedded.ovs`) in the worker namespace
 forwarding by OpenFlow port-to-port rules (CSIT's xconnect), not by MAC.
 
 NIC-side ports of the vSwitch (the worker's nic0/nic1 are veths):
@@ -28,11 +28,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from nfvlab.lab import kernel, ovs, testpmd
-from nfvlab.lab import netns as nl
-from nfvlab.lab.kernel import Stream
-from nfvlab.lab.ovs import Ovs
-from nfvlab.lab.testpmd import PodPort
+from nfvlab.labs.embedded import kernel, ovs, testpmd
+from nfvlab.system import netns as nl
+from nfvlab.labs.embedded.kernel import Stream
+from nfvlab.labs.embedded.ovs import Ovs
+from nfvlab.labs.embedded.testpmd import PodPort
 
 #: MTU of veths an XDP program (AF_XDP socket) is attached to, bytes.
 XDP_MTU = 1500

@@ -1,9 +1,9 @@
 """BPF objects for the eBPF models: compile (cached), attach, configure, read counters.
 
-Sources live in the repository's ``bpf/`` directory and are compiled with clang
-on first use into ``$NFVLAB_CACHE`` (default ``/var/cache/nfvlab``), named by
-the hash of source, shared headers and flags, so only the first lab after an edit pays for
-compilation (like :mod:`nfvlab.traffic.build`).
+Sources ship as package data (``nfvlab/labs/embedded/bpf_src/``) and are compiled
+with clang on first use into ``$NFVLAB_CACHE`` (default ``/var/cache/nfvlab``),
+named by the hash of source, shared headers and flags, so only the first lab
+after an edit pays for compilation (:mod:`nfvlab.system.build`).
 
 Programs are attached with the iproute2 loaders (``tc ... bpf da obj``, ``ip
 link set ... xdpdrv obj``) inside the lab's namespaces. Each attachment loads
@@ -15,32 +15,35 @@ namespaces, so teardown and ``nfvlab lab clean`` need nothing BPF-specific.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
-import tempfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
-from nfvlab.lab.core import LabError
-from nfvlab.traffic.build import cache_dir
+from nfvlab.labs.base import LabError
+from nfvlab.labs.embedded import host
+from nfvlab.system.build import BuildError, cached_build
 
-#: The repository's BPF C sources.
-SOURCE_DIR = Path(__file__).resolve().parents[2] / "bpf"
+#: Package holding the BPF C sources (package data, found with importlib.resources).
+SOURCE_PACKAGE = "nfvlab.labs.embedded.bpf_src"
 #: Debian's libbpf-dev headers (bpf/bpf_helpers.h) and the multiarch asm/ headers.
 INCLUDES = ["-I/usr/include", f"-I/usr/include/{os.uname().machine}-linux-gnu"]
 CFLAGS = ["-O2", "-g", "-Wall", "-target", "bpf", *INCLUDES]
 SETUP_HINT = "run `./run setup` (Debian packages clang, libbpf-dev, bpftool, iproute2, ethtool)"
 
 
+def source_dir() -> Path:
+    """Directory of the shipped BPF sources."""
+    return Path(str(resources.files(SOURCE_PACKAGE)))
+
+
 def check_toolchain() -> None:
-    """One-line LabError naming a missing header or kernel feature (tools: the catalogue)."""
+    """One-line LabError naming a missing header or kernel feature (tools: the realization table)."""
     if not Path("/usr/include/bpf/bpf_helpers.h").exists():
         raise LabError(f"eBPF models need the libbpf headers (/usr/include/bpf/bpf_helpers.h): {SETUP_HINT}")
-    from nfvlab.lab.catalogue import _kernel_config
-
-    cfg = _kernel_config() or {}  # no config file: trust the attach step to fail clearly
+    cfg = host.kernel_config() or {}  # no config file: trust the attach step to fail clearly
     for opt in ("CONFIG_BPF_SYSCALL", "CONFIG_NET_CLS_BPF", "CONFIG_NET_SCH_INGRESS"):
         if cfg and cfg.get(opt) not in ("y", "m"):
             raise LabError(f"this kernel lacks {opt} (BPF, cls_bpf, clsact): "
@@ -48,44 +51,21 @@ def check_toolchain() -> None:
 
 
 def compile_object(name: str) -> Path:
-    """Path of the compiled ``bpf/<name>.c`` object, compiling it if not cached.
+    """Path of the compiled ``<name>.c`` BPF object, compiling it if not cached.
 
-    A compile error raises a one-line LabError with the compiler's first error.
+    Keyed by the source, the shared headers and the flags. A compile error
+    raises a one-line LabError with the compiler's first error.
     """
     check_toolchain()
-    source = SOURCE_DIR / f"{name}.c"
+    source = source_dir() / f"{name}.c"
     if not source.exists():
         raise LabError(f"BPF source missing: {source}")
-    digest = _digest(source)
-    target = cache_dir() / f"{name}-{digest}.bpf.o"
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Write aside, then rename: concurrent users never see half an object.
-    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
-    os.close(fd)
+    inputs = [source, *sorted(source_dir().glob("*.h"))]
     try:
-        proc = subprocess.run(["clang", *CFLAGS, "-c", str(source), "-o", tmp],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise LabError(f"compiling {source.name} failed: {_first_error(proc.stderr)}")
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return target
-
-
-def _digest(source: Path) -> str:
-    """Hash of the source, the shared headers it may include, and the flags."""
-    h = hashlib.sha256(" ".join(CFLAGS).encode())
-    for path in (source, *sorted(SOURCE_DIR.glob("*.h"))):
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _first_error(stderr: str) -> str:
-    lines = stderr.strip().splitlines()
-    return next((ln for ln in lines if "error" in ln), lines[0] if lines else "no output")
+        return cached_build(name, inputs, lambda out: ["clang", *CFLAGS, "-c", str(source), "-o", str(out)],
+                            suffix=".bpf.o", tool_hint=SETUP_HINT)
+    except BuildError as err:
+        raise LabError(str(err)) from None
 
 
 def run(argv: list[str]) -> str:

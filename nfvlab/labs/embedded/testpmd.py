@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from nfvlab.lab import state
-from nfvlab.lab.core import LabError
+from nfvlab.labs.embedded import state
+from nfvlab.labs.base import LabError
 
 TESTPMD = "dpdk-testpmd"
 #: Debian package of each DPDK driver a model may load (for error messages).

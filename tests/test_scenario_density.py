@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from nfvlab import density as d
+from nfvlab.scenario import density as d
 from nfvlab import reference as ref
 
 

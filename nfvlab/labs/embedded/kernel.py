@@ -16,35 +16,8 @@ Each builder returns the per-direction L2/L3 headers the generator must use.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from nfvlab.lab import netns as nl
-
-TG_NET = {0: "198.19.1", 1: "198.19.2"}
-"""Traffic source/destination networks behind tg0 and tg1."""
-
-
-@dataclass(frozen=True)
-class Port:
-    """A traffic port: interface ``iface`` in network namespace ``ns``."""
-
-    ns: str
-    iface: str
-
-    def __str__(self) -> str:
-        return f"{self.ns}:{self.iface}"
-
-
-@dataclass(frozen=True)
-class Stream:
-    """One traffic direction: ports and the headers frames must carry."""
-
-    tx: Port
-    rx: Port
-    smac: str
-    dmac: str
-    sip: str
-    dip: str
+from nfvlab.scenario.topology import TG_NET, Port, Stream
+from nfvlab.system import netns as nl
 
 
 def _tg_ports(lab) -> tuple[Port, Port]:
@@ -195,6 +168,8 @@ def build_tbf_bridge(lab, capacity_pps: float, frame_size: int) -> list[Stream]:
 
 
 BUILDERS = {
+    "direct-cable": build_direct_cable,
+    "tbf-bridge": build_tbf_bridge,  # called with the scenario's known path (capacity, frame size)
     "linux-bridge": build_linux_bridge,
     "host-routing": build_host_routing,
     "macvlan": build_macvlan,

@@ -1,8 +1,8 @@
 """Resource knobs of draft §4.2 and the core plan that places every busy thread.
 
-A lab is built with a :class:`Resources` value (CPU pinning mode, noisy
+A scenario carries a :class:`Resources` value (CPU pinning mode, noisy
 neighbour, hugepages, NUMA scenario, core-allocation ratios). :func:`plan`
-turns it, the model and this host's CPUs into a :class:`CorePlan`: which CPUs
+turns it, the model and a host's CPUs and NUMA nodes into a :class:`CorePlan`: which CPUs
 the generator, the vSwitch's PMD threads, each pod's forwarder and the noisy
 neighbour may run on. What the host cannot provide raises
 :class:`NotRealizable` with the reason, before anything is created.
@@ -17,12 +17,10 @@ other than the control CPU unless the pinning mode asks for it (``shared``).
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal, Optional
 
-from nfvlab.density import parse_ratio as ratio  # "2:1" -> 2 cores per thread set
+from nfvlab.scenario.density import parse_ratio as ratio  # "2:1" -> 2 cores per thread set
 
 Pinning = Literal["plan", "none", "shared", "exclusive"]
 
@@ -102,47 +100,22 @@ class CorePlan:
                 **{p: fmt(c) for p, c in self.pods.items()}, "noisy": fmt(self.noisy)}
 
 
-def host_cpus() -> tuple[int, ...]:
-    """CPUs this process may use."""
-    return tuple(sorted(os.sched_getaffinity(0)))
-
-
-def numa_nodes() -> dict[int, tuple[int, ...]]:
-    """NUMA node -> its CPUs (one node 0 with every CPU when sysfs has none)."""
-    out = {}
-    for d in sorted(Path("/sys/devices/system/node").glob("node[0-9]*")):
-        cpus = _parse_cpulist((d / "cpulist").read_text())
-        if cpus:
-            out[int(d.name[4:])] = cpus
-    return out or {0: host_cpus()}
-
-
-def _parse_cpulist(text: str) -> tuple[int, ...]:
-    cpus: list[int] = []
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return tuple(cpus)
-
-
 def plan(
     *,
     vswitch: bool,
     busy_pods: tuple[str, ...],
     resources: Resources = Resources(),
-    cpus: Optional[tuple[int, ...]] = None,
-    nodes: Optional[dict[int, tuple[int, ...]]] = None,
+    cpus: tuple[int, ...],
+    nodes: dict[int, tuple[int, ...]],
 ) -> CorePlan:
     """Place generator, vSwitch PMDs, busy-polling pod forwarders and the noisy neighbour.
 
     ``vswitch``: the model has a user-space vSwitch (PMD threads);
     ``busy_pods``: pods whose forwarder busy-polls (DPDK). Kernel pods have no
-    thread to place (their work runs in the sender's softirq).
+    thread to place (their work runs in the sender's softirq). ``cpus``: the
+    CPUs the lab may use; ``nodes``: NUMA node -> its CPUs.
     """
-    cpus = host_cpus() if cpus is None else tuple(sorted(cpus))
-    nodes = numa_nodes() if nodes is None else nodes
+    cpus = tuple(sorted(cpus))
     scenarios = NUMA_TWO_PODS if len(busy_pods) >= 2 else NUMA_SINGLE_POD
     if resources.numa not in scenarios:
         raise NotRealizable(f"NUMA scenario {resources.numa!r} is not defined for "
@@ -217,17 +190,3 @@ def plan(
         pods = {p: frozenset() for p in pods}
     return CorePlan(generator=frozenset([control]), vswitch=frozenset(vswitch_cpus),
                     pods=pods, noisy=noisy, host_cpus=cpus)
-
-
-# -- host resources a lab reserves (each recorded in the lab's state first) ----
-
-HUGEPAGE_DIR = Path("/sys/kernel/mm/hugepages/hugepages-2048kB")
-
-
-def free_hugepages_2m() -> int:
-    p = HUGEPAGE_DIR / "free_hugepages"
-    return int(p.read_text()) if p.exists() else 0
-
-
-def hugepages_supported() -> bool:
-    return HUGEPAGE_DIR.exists()

@@ -1,104 +1,107 @@
-"""The embedded local lab: build a topology, hand out its traffic streams, tear down.
+"""The embedded lab's realization of one scenario: namespaces, links, processes.
 
-    with Lab("linux-bridge") as lab:
+    with Lab(Scenario("linux-bridge")) as lab:
         streams = lab.streams      # what the generator sends, per direction
 
 Teardown runs on success, on exceptions, on Ctrl-C and on SIGTERM. Anything a
 kill -9 leaves behind is listed in the state record and removed by
-``nfvlab lab clean`` (:func:`nfvlab.lab.state.clean`).
+``nfvlab lab clean`` (:func:`nfvlab.labs.embedded.state.clean`).
 """
 from __future__ import annotations
 
+import functools
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from nfvlab.lab import catalogue, state
-from nfvlab.lab.kernel import Stream
-from nfvlab.lab.resources import CorePlan, NotRealizable, Resources
+from nfvlab.labs.base import LabError, Terminated
+from nfvlab.labs.embedded import host, realize, state
+from nfvlab.labs.embedded.realize import LAB_MTU
+from nfvlab.scenario import CorePlan, NotRealizable, Resources, Scenario, Stream
+from nfvlab.scenario import catalogue
 
-
-#: MTU of every link the embedded lab creates, bytes (fits 9018 B jumbo frames).
-LAB_MTU = 9000
-
-
-class LabError(RuntimeError):
-    """The lab cannot be built here (one-line reason and fix)."""
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, turned into an exception so teardown runs."""
-
-
-def builders() -> dict[str, Callable[["Lab"], list[Stream]]]:
-    """Model name -> builder, for every model this nfvlab version builds locally."""
-    from nfvlab.lab import ebpf, kernel, userspace
-
-    return {**kernel.BUILDERS, **ebpf.BUILDERS, **userspace.BUILDERS}
+__all__ = ["LAB_MTU", "Lab", "LabError", "Terminated", "down", "preflight", "problems"]
 
 
 def resource_problem(model: catalogue.Model, resources: Resources) -> Optional[str]:
-    """Why this host cannot run ``model`` with ``resources`` (``None``: it can); creates nothing."""
+    """Why this host cannot give ``model`` the ``resources`` (``None``: it can); creates nothing."""
     try:
-        catalogue.core_plan(model, resources)
+        host.core_plan(model, resources)
     except NotRealizable as err:
         return str(err)
     if resources.hugepages and not (model.vswitch or model.busy_pods):
         return "hugepages: this model runs no DPDK process to use them"
-    if resources.noisy_load_pct is not None and shutil.which("stress-ng") is None:
-        return "the noisy neighbour needs stress-ng: run `./run setup` (Debian package stress-ng)"
+    if resources.noisy_load_pct is not None:
+        missing = realize.missing_tools(("stress-ng",))
+        if missing:
+            return f"the noisy neighbour needs stress-ng: {missing}"
     return None
 
 
-def preflight(model_name: str, resources: Resources = Resources()) -> catalogue.Model:
-    """Check root and that this host can realize ``model_name``, creating nothing."""
+def problems(scenario: Scenario, features: Optional[dict[str, bool]] = None) -> list[str]:
+    """Why this host cannot realize ``scenario`` in the embedded lab (empty: it can); creates nothing."""
     if os.geteuid() != 0:
-        raise LabError("the embedded lab needs root (network namespaces): run as root or with sudo")
-    try:
-        model = catalogue.get(model_name)
-    except KeyError as err:
-        raise LabError(str(err.args[0])) from None
-    ok, why = catalogue.realizable(model)
-    if not ok:
-        raise LabError(f"model {model_name} cannot run in the embedded lab: {why}")
-    problem = resource_problem(model, resources)
-    if problem:
-        raise LabError(f"model {model_name} ({resources}): {problem}")
-    return model
+        return ["the embedded lab needs root (network namespaces): run as root or with sudo"]
+    why = realize.model_problem(scenario.model, features)
+    if why:
+        return [f"model {scenario.model} cannot run in the embedded lab: {why}"]
+    if scenario.density is not None and scenario.model != "host-routing":
+        return [f"the service density matrix uses host-routing as its switch, not {scenario.model}"]
+    if scenario.model == "tbf-bridge" and scenario.known_path is None:
+        return ["tbf-bridge needs a known path (capacity and frame size)"]
+    problem = resource_problem(scenario.spec, scenario.resources)
+    return [f"model {scenario.model} ({scenario.resources}): {problem}"] if problem else []
+
+
+def preflight(scenario: Scenario) -> None:
+    """:class:`LabError` with the first reason this host cannot realize ``scenario``."""
+    reasons = problems(scenario)
+    if reasons:
+        raise LabError(reasons[0])
+
+
+def _builder(scenario: Scenario) -> Callable[["Lab"], list[Stream]]:
+    from nfvlab.labs.embedded import kernel
+    from nfvlab.labs.embedded.servicechain import build_service_matrix
+
+    if scenario.density is not None:
+        d = scenario.density
+        return functools.partial(build_service_matrix, topology=d.topology, instances=d.instances, nfs=d.nfs)
+    if scenario.known_path is not None:
+        kp = scenario.known_path
+        return lambda lab: kernel.build_tbf_bridge(lab, kp.capacity_pps, kp.frame_size)
+    return realize.builders()[scenario.model]
 
 
 class Lab:
     """One embedded lab: namespaces, links and processes, all recorded in its state."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        mtu: int = LAB_MTU,
-        persistent: bool = False,
-        builder: Optional[Callable[["Lab"], list[Stream]]] = None,
-        label: Optional[str] = None,
-        resources: Resources = Resources(),
-    ) -> None:
-        """``builder`` overrides the catalogue model (calibration paths use it)."""
-        self.core_plan: Optional[CorePlan] = None
-        """Where busy threads run (docs/core-plan.md); ``None`` for builder overrides."""
-        if builder is None:
-            self.core_plan = catalogue.core_plan(preflight(model, resources), resources)
-            builder = builders()[model]
-        elif os.geteuid() != 0:
-            raise LabError("the embedded lab needs root (network namespaces): run as root or with sudo")
-        self.model = model
-        self.resources = resources
-        self.mtu = mtu
+    def __init__(self, scenario: Scenario, *, mtu: int = LAB_MTU, persistent: bool = False,
+                 builder: Optional[Callable[["Lab"], list[Stream]]] = None) -> None:
+        """Checks ``scenario`` (LabError naming the first problem) before anything exists.
+
+        ``builder`` replaces the scenario's own (tests build variants and broken labs with it).
+        """
+        if isinstance(scenario, str):
+            try:
+                scenario = Scenario(scenario)
+            except KeyError as err:
+                raise LabError(str(err.args[0])) from None
+        preflight(scenario)
+        self.scenario = scenario
+        self.core_plan: CorePlan = host.core_plan(scenario.spec, scenario.resources)
+        """Where busy threads run (docs/core-plan.md)."""
+        self.model = scenario.model
+        self.resources = scenario.resources
+        self.mtu = min(mtu, realize.max_mtu(scenario.model))
+        """MTU of the links this lab creates, bytes (the model's ports may carry less)."""
         self.persistent = persistent
-        self.label = label or model
-        self._builder = builder
+        self.label = scenario.label
+        self._builder = builder or _builder(scenario)
         self.lab_id = secrets.token_hex(3)
         self.streams: list[Stream] = []
         self.state: Optional[state.LabState] = None
@@ -117,7 +120,7 @@ class Lab:
         assert self.state is not None
         self.state.namespaces.append(name)
         self.state.save()
-        from nfvlab.lab import netns as nl
+        from nfvlab.system import netns as nl
 
         nl.create_namespace(name)
         return name
@@ -174,10 +177,8 @@ class Lab:
 
     def reserve_hugepages(self, pages: int) -> None:
         """Make sure ``pages`` free 2 MB hugepages exist; what is added is given back."""
-        from nfvlab.lab import resources as res
-
         assert self.state is not None
-        missing = pages - res.free_hugepages_2m()
+        missing = pages - host.free_hugepages_2m()
         if missing <= 0:
             return
         before = int(state.HUGEPAGES_2M.read_text())
@@ -269,10 +270,7 @@ class Lab:
                 "mtu": self.mtu,
                 "resources": self.resources.labels(),
                 "core_plan": self.core_plan.describe() if self.core_plan else None,
-                "streams": [
-                    {"tx": str(s.tx), "rx": str(s.rx), "smac": s.smac, "dmac": s.dmac,
-                     "sip": s.sip, "dip": s.dip} for s in self.streams
-                ],
+                "streams": [s.describe() for s in self.streams],
             }
             self.state.save()
             self.setup_s = time.monotonic() - t0

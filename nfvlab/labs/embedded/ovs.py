@@ -13,8 +13,8 @@ from __future__ import annotations
 import subprocess
 from typing import Sequence
 
-from nfvlab.lab import testpmd
-from nfvlab.lab.core import LabError
+from nfvlab.labs.embedded import testpmd
+from nfvlab.labs.base import LabError
 
 VSWITCHD = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
 SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"

@@ -1,7 +1,7 @@
 """The core plan: who runs where, and what a host cannot provide (pure, fake topologies)."""
 import pytest
 
-from nfvlab.lab.resources import NotRealizable, Resources, plan, ratio
+from nfvlab.scenario.resources import NotRealizable, Resources, plan, ratio
 
 TWO = (0, 1)
 ONE_NODE = {0: TWO}

@@ -1,1 +1,0 @@
-"""The embedded local lab: model catalogue, topology builders, lifecycle."""

@@ -1,0 +1,66 @@
+"""The lab-backend protocol: realize a :class:`~nfvlab.scenario.Scenario`, hand out its ports.
+
+    backend = nfvlab.labs.backend_for(lab_params)
+    reasons = backend.check(scenario)          # creates nothing
+    with backend.open(scenario) as session:    # builds, yields, always tears down
+        generator = nfvlab.traffic.generator_for(..., session.streams, session.tracker)
+
+Implementations: the embedded lab (:mod:`nfvlab.labs.embedded`: network
+namespaces on this host), user-named ports (:mod:`nfvlab.labs.external`), and a
+Kubernetes cluster (to come). Measurement code only ever sees this protocol.
+"""
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Optional, Protocol, runtime_checkable
+
+from nfvlab.scenario import Scenario, Stream
+
+
+class LabError(RuntimeError):
+    """The lab cannot be built or failed while building (one-line reason and fix)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an exception so teardown runs."""
+
+
+class ProcessTracker(Protocol):
+    """Records processes a generator starts, so a killed run's leftovers can be found."""
+
+    def track_process(self, pid: int, cmd: str): ...
+    def untrack_process(self, rec) -> None: ...
+
+
+@dataclass
+class LabSession:
+    """What an open lab hands to the traffic side."""
+
+    streams: list[Stream]
+    """One per direction: the ports and the headers test frames carry."""
+    tracker: Optional[ProcessTracker] = None
+    info: dict = field(default_factory=dict)
+    """Provenance of this realization (lab kind and id, set-up time, core plan, placement)."""
+
+
+@runtime_checkable
+class LabBackend(Protocol):
+    kind: str
+    """``embedded``, ``external`` or ``kubernetes``: recorded with every run."""
+
+    def check(self, scenario: Scenario) -> list[str]:
+        """Why this lab cannot realize ``scenario`` (empty: it can); creates nothing."""
+        ...
+
+    def mtu(self, scenario: Scenario) -> int:
+        """Largest IP MTU every port of ``scenario``'s data path carries here, bytes."""
+        ...
+
+    def open(self, scenario: Scenario) -> AbstractContextManager[LabSession]:
+        """Build ``scenario``; yield its session; tear everything down on exit (any exit)."""
+        ...
+
+    def describe(self) -> dict:
+        """Static facts about this lab (kind, host or cluster) for provenance."""
+        ...

@@ -1,0 +1,41 @@
+"""The embedded lab as a :class:`~nfvlab.labs.base.LabBackend`: scenarios as network namespaces here."""
+from __future__ import annotations
+
+import platform
+from contextlib import contextmanager
+from typing import Iterator, Optional
+
+from nfvlab.labs.base import LabSession
+from nfvlab.labs.embedded import realize
+from nfvlab.labs.embedded.lab import Lab, problems
+from nfvlab.scenario import Scenario
+
+
+class EmbeddedLab:
+    """Pods are network namespaces on this host, links are veths, data paths are real."""
+
+    kind = "embedded"
+
+    def __init__(self, mtu: int = realize.LAB_MTU) -> None:
+        self.link_mtu = mtu
+        """MTU of the links the lab creates, bytes (a model's ports may carry less)."""
+        self._features: Optional[dict[str, bool]] = None
+
+    def check(self, scenario: Scenario) -> list[str]:
+        if self._features is None:
+            self._features = realize.kernel_features()
+        return problems(scenario, self._features)
+
+    def mtu(self, scenario: Scenario) -> int:
+        return min(self.link_mtu, realize.max_mtu(scenario.model))
+
+    @contextmanager
+    def open(self, scenario: Scenario, *, persistent: bool = False) -> Iterator[LabSession]:
+        with Lab(scenario, mtu=self.link_mtu, persistent=persistent) as lab:
+            yield LabSession(streams=lab.streams, tracker=lab, info={
+                "lab_kind": self.kind, "lab_id": lab.lab_id, "mtu": lab.mtu,
+                "setup_s": round(lab.setup_s or 0.0, 3),
+                "core_plan": lab.core_plan.describe(), "realization": realize.REALIZATIONS[scenario.model].how})
+
+    def describe(self) -> dict:
+        return {"lab_kind": self.kind, "link_mtu": self.link_mtu, "kernel": platform.release()}

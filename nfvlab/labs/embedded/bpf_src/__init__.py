@@ -1,0 +1,1 @@
+"""BPF C sources of the eBPF models (package data)."""

@@ -1,0 +1,49 @@
+"""Pick the traffic generator the lab profile names (:class:`~nfvlab.params.GeneratorParams`)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from nfvlab.params import GeneratorParams, TrafficParams, TrexParams
+from nfvlab.scenario import Port, Stream
+from nfvlab.scenario.topology import default_ips
+from nfvlab.traffic.base import GeneratorError, TrafficGenerator
+
+
+def generator_for(params: GeneratorParams, streams: list[Stream], traffic: TrafficParams,
+                  tracker: Optional[object] = None) -> TrafficGenerator:
+    """A generator of ``params.kind`` driving ``streams`` with ``traffic``'s flows and probes."""
+    if params.kind == "embedded":
+        from nfvlab.traffic.embedded import EmbeddedGenerator
+
+        return EmbeddedGenerator(streams, flows=traffic.flows, latency_pps=traffic.latency_pps,
+                                 cpu=params.cpu, tracker=tracker)
+    if params.kind == "trex":
+        from nfvlab.traffic.trex import TrexGenerator
+
+        # Flows and probes are the lab profile's (TRex's own settings), not the experiment's.
+        return TrexGenerator(streams, params)
+    raise GeneratorError(f"generator kind {params.kind!r} is not implemented")
+
+
+def identity_for(params: GeneratorParams) -> dict:
+    """The identity (:meth:`TrafficGenerator.identity`) of the generator ``params`` names, without ports."""
+    if params.kind == "embedded":
+        from nfvlab.traffic.embedded.generator import identity
+
+        return identity(params.cpu)
+    if params.kind == "trex":
+        from nfvlab.traffic.trex import TrexGenerator
+
+        gen = TrexGenerator(_port_streams(params), params)
+        try:
+            return gen.identity()
+        finally:
+            gen.close()
+    raise GeneratorError(f"generator kind {params.kind!r} is not implemented")
+
+
+def _port_streams(params: TrexParams) -> list[Stream]:
+    """Placeholder streams naming only TRex's ports (enough to connect and ask its identity)."""
+    p = [Port("trex", str(x)) for x in params.ports]
+    mac = "02:00:00:00:00:00"
+    return [Stream(p[0], p[1], mac, mac, *default_ips(0)), Stream(p[1], p[0], mac, mac, *default_ips(1))]

@@ -1,0 +1,175 @@
+"""The code each DVC stage depends on: the import closure of its entry modules.
+
+    .venv/bin/python scripts/code_deps.py            # print the deps every stage should list
+    .venv/bin/python scripts/code_deps.py --check    # exit 1 naming what dvc.yaml misses
+    .venv/bin/python scripts/code_deps.py --write    # rewrite the nfvlab/ deps of dvc.yaml
+
+A stage's output can change when any module it imports (directly or not)
+changes, so dvc.yaml lists exactly those files (a directory when all of its
+modules are in the closure, which also covers package data such as C
+sources). ``tests/test_pipeline.py`` runs the check.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import grimp
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: Entry modules of each stage (the CLI command it runs or the notebook's imports).
+ENTRIES = {
+    "reference_figures": ["nfvlab.plots.reference"],
+    "calibration": ["nfvlab.calibrate", "nfvlab.labs"],
+    "experiment": None,  # the experiment notebooks' own imports
+    "analysis": ["nfvlab.analysis"],
+    "report": ["nfvlab.report"],
+}
+#: Stages run through the CLI also depend on it (but not on everything it could import).
+CLI_STAGES = {"reference_figures", "calibration", "analysis"}
+#: Package data a module reads (C and BPF sources it compiles), as repository paths.
+DATA = {
+    "nfvlab.traffic.embedded.binary": ["nfvlab/traffic/embedded/nfvlab_gen.c"],
+    "nfvlab.labs.embedded.bpf": ["nfvlab/labs/embedded/bpf_src"],
+    "nfvlab.traffic.trex.generator": ["nfvlab/traffic/trex/worker.py"],  # run by the TRex venv's python
+}
+
+
+def notebook_imports(paths) -> list[str]:
+    """nfvlab modules named in ``from nfvlab import x`` / ``import nfvlab.x`` lines of notebooks."""
+    mods = set()
+    for p in paths:
+        for cell in json.loads(Path(p).read_text())["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            for line in "".join(cell["source"]).splitlines():
+                words = line.replace(",", " ").split()
+                if words[:3] == ["from", "nfvlab", "import"]:
+                    names = [w for w in words[3:] if w not in ("as",)]
+                    mods |= {f"nfvlab.{n}" for n in names if n.isidentifier() and n != "P"}
+                elif words[:1] == ["import"] and words[1:2] and words[1].startswith("nfvlab."):
+                    mods.add(words[1])
+    return sorted(mods)
+
+
+def closure(graph, entries) -> set[str]:
+    """Modules imported, directly or not, by ``entries`` -- including every package
+    ``__init__`` on the way (it runs whenever a submodule is imported) and its imports."""
+    out: set[str] = set()
+    todo = set(entries)
+    while todo:
+        m = todo.pop()
+        if m in out or not m.startswith("nfvlab."):
+            continue
+        out.add(m)
+        parts = m.split(".")
+        todo |= {".".join(parts[:i]) for i in range(2, len(parts))}
+        todo |= graph.find_upstream_modules(m)
+    return out
+
+
+def module_file(mod: str) -> Path:
+    base = REPO / Path(*mod.split("."))
+    return (base / "__init__.py") if base.is_dir() else base.with_suffix(".py")
+
+
+def compress(files: set[Path]) -> list[str]:
+    """Relative paths; a directory whose files are all needed replaces them."""
+    all_py = {p for p in (REPO / "nfvlab").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    dirs = sorted({p.parent for p in all_py} - {REPO / "nfvlab"}, key=lambda d: len(d.parts))
+    chosen: list[Path] = []
+    covered: set[Path] = set()
+    for d in dirs:
+        if any(c in d.parents for c in chosen):
+            continue
+        mine = {p for p in all_py if d in p.parents}
+        if mine and mine <= files:
+            chosen.append(d)
+            covered |= mine
+    rest = sorted(files - covered)
+    return sorted(str(p.relative_to(REPO)) for p in chosen + rest)
+
+
+def expected() -> dict[str, list[str]]:
+    graph = grimp.build_graph("nfvlab", cache_dir=None)
+    nbs = sorted((REPO / "notebooks").glob("experiment_*.ipynb"))
+    out = {}
+    for stage, entries in ENTRIES.items():
+        entries = entries or notebook_imports(nbs)
+        mods = closure(graph, entries)
+        files = {module_file(m) for m in mods} | {REPO / "nfvlab" / "__init__.py"}  # runs on every import
+        for m in mods:
+            for d in DATA.get(m, []):
+                p = REPO / d
+                files |= set(p.rglob("*")) - {x for x in p.rglob("*") if "__pycache__" in x.parts or x.is_dir()} \
+                    if p.is_dir() else {p}
+        if stage in CLI_STAGES:
+            files.add(REPO / "nfvlab" / "cli.py")
+        out[stage] = compress(files)
+    return out
+
+
+def listed() -> dict[str, list[str]]:
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    out = {}
+    for name, st in stages.items():
+        body = st.get("do", st)
+        out[name] = [d if isinstance(d, str) else next(iter(d)) for d in body.get("deps", [])]
+    return out
+
+
+def missing() -> dict[str, list[str]]:
+    """Per stage, the needed code paths dvc.yaml does not cover."""
+    have = listed()
+    out = {}
+    for stage, paths in expected().items():
+        deps = [REPO / d for d in have.get(stage, [])]
+        miss = [p for p in paths if not any((REPO / p) == d or d in (REPO / p).parents for d in deps)]
+        if miss:
+            out[stage] = miss
+    return out
+
+
+def write() -> None:
+    """Replace each stage's ``- nfvlab/...`` dep lines in dvc.yaml with the expected ones."""
+    want = expected()
+    lines = (REPO / "dvc.yaml").read_text().splitlines()
+    out, stage, in_deps, written = [], None, False, False
+    for line in lines:
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if indent == 2 and stripped.endswith(":") and not stripped.startswith("-"):
+            stage = stripped[:-1]
+        if stripped == "deps:":
+            in_deps, written = True, False
+            out.append(line)
+            continue
+        if in_deps and stripped.startswith("- nfvlab/"):
+            if not written:
+                pad = line[: line.index("-")]
+                out += [f"{pad}- {d}" for d in want.get(stage, [])]
+                written = True
+            continue
+        if in_deps and not stripped.startswith("- "):
+            in_deps = False
+        out.append(line)
+    (REPO / "dvc.yaml").write_text("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    if "--write" in sys.argv:
+        write()
+    if "--check" in sys.argv:
+        miss = missing()
+        for stage, paths in miss.items():
+            print(f"dvc.yaml: stage {stage} misses code deps: {', '.join(paths)}")
+        sys.exit(1 if miss else 0)
+    if len(sys.argv) > 1:
+        sys.exit(0)
+    for stage, paths in expected().items():
+        print(f"{stage}:")
+        for p in paths:
+            print(f"  - {p}")

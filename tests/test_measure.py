@@ -1,0 +1,73 @@
+"""measure: input checks before any lab, search dispatch, no silent clamps, the generator-limited flag.
+
+Searches run against a synthetic DUT of known capacity (nfvlab.search.SyntheticDut).
+"""
+import pandas as pd
+import pytest
+
+from nfvlab import measure
+from nfvlab.params import SearchParams
+from nfvlab.search import SyntheticDut
+
+CAP = 50_000
+
+
+def _dut():
+    return SyntheticDut(capacity_pps=CAP, frame_size=64)
+
+
+@pytest.mark.parametrize("method,goals", [("rfc2544", ["ndr"]), ("mlrsearch", ["ndr"]),
+                                          ("rfc2544", ["ndr", "pdr"]), ("mlrsearch", ["ndr", "pdr"])])
+def test_search_dispatch_finds_the_known_capacity_for_each_method_and_goal(method, goals):
+    sp = SearchParams(method=method, ndr="ndr" in goals, pdr_loss_ratio=0.01 if "pdr" in goals else None,
+                      relative_width=0.005, min_rate_pps=1000)
+    out = measure.search(_dut(), 64, sp, max_rate_pps=200_000, progress=False)
+    assert [r.goal for r in out] == goals and {r.method for r in out} == {method}
+    ndr = out[0]
+    assert CAP * 0.99 <= ndr.throughput_pps <= CAP * 1.001
+    if "pdr" in goals:  # 1 % loss allowed: at least the NDR, at most 1/(1-0.01) of capacity
+        assert ndr.throughput_pps <= out[1].throughput_pps <= CAP / 0.99 * 1.001
+
+
+def test_mrr_and_sweep_dispatch():
+    (mrr,) = measure.search(_dut(), 64, SearchParams(method="mrr"), max_rate_pps=80_000, progress=False)
+    assert mrr.goal == "mrr" and mrr.throughput_pps == pytest.approx(CAP, rel=0.001)
+    sweep = measure.search(_dut(), 64, SearchParams(method="sweep", sweep_fractions=[0.25, 1.0]),
+                           max_rate_pps=80_000, progress=False)
+    assert isinstance(sweep, pd.DataFrame) and len(sweep) == 2
+
+
+def test_min_rate_is_used_as_given_and_a_max_not_above_it_is_refused():
+    sp = SearchParams(method="rfc2544", pdr_loss_ratio=None, min_rate_pps=40_000, relative_width=0.01)
+    (r,) = measure.search(_dut(), 64, sp, max_rate_pps=60_000, progress=False)
+    assert min(t.rate_pps for t in r.trials) >= 40_000  # no silent clamp to max/10
+    with pytest.raises(measure.InputError, match="max_rate_pps 30,000 must be above min_rate_pps 40,000"):
+        measure.search(_dut(), 64, sp, max_rate_pps=30_000, progress=False)
+
+
+def test_generator_limited_is_judged_against_the_ceiling_given():
+    sp = SearchParams(method="rfc2544", pdr_loss_ratio=None, relative_width=0.005)
+    (near,) = measure.search(_dut(), 64, sp, max_rate_pps=200_000, ceiling_pps=52_000, progress=False)
+    (far,) = measure.search(_dut(), 64, sp, max_rate_pps=200_000, ceiling_pps=200_000, progress=False)
+    (unknown,) = measure.search(_dut(), 64, sp, max_rate_pps=200_000, progress=False)
+    assert (near.generator_limited, far.generator_limited, unknown.generator_limited) == (True, False, None)
+
+
+def test_default_max_rate_is_line_rate_capped_by_the_ceiling():
+    assert measure.default_max_rate("10GbE", 64) == pytest.approx(14_880_952, rel=1e-6)
+    assert measure.default_max_rate("10GbE", 64, 200_000) == pytest.approx(240_000)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"frame_size": 63}, "--frame-size"),
+    ({"frame_size": 1518, "mtu": 1400}, r"above the path MTU \(1400 B"),
+    ({"rates_pps": (0.0,)}, "must be above 0"),
+    ({"rates_pps": (2e7,)}, "above the 10GbE line rate"),
+    ({"duration_s": 0.0}, "--duration-s 0: must be above 0"),
+])
+def test_impossible_inputs_are_one_line(kwargs, match):
+    args = {"frame_size": 64, "port_speed": "10GbE", "mtu": 9000, **kwargs}
+    fs = args.pop("frame_size")
+    with pytest.raises(measure.InputError, match=match) as err:
+        measure.check_inputs(fs, **args)
+    assert "\n" not in str(err.value)

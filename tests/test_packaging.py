@@ -1,0 +1,69 @@
+"""nfvlab works installed from a built wheel (not only as an editable checkout).
+
+Package data (the generator's and the BPF programs' C sources) is found with
+importlib.resources; a wheel is built, installed into a scratch venv without
+the repository on its path, and used as a user would: `nfvlab lab models`, the
+BPF objects compiled from the installed sources, and one trial.
+"""
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp / "dist"), str(REPO)], check=True, capture_output=True, timeout=300)
+    wheel = next((tmp / "dist").glob("nfvlab-*.whl"))
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    # The dependencies come from this venv's site-packages (read-only, via a .pth line);
+    # nfvlab itself only from the wheel.
+    site = Path(sysconfig.get_paths()["purelib"])
+    scratch_site = next((venv / "lib").glob("python3*/site-packages"))
+    (scratch_site / "deps.pth").write_text(str(site) + "\n")
+    subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    return venv, tmp
+
+
+def _run(venv, tmp, *args, **kw):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    env["NFVLAB_CACHE"] = str(tmp / "cache")  # compile the installed sources afresh
+    return subprocess.run(args, cwd=tmp, capture_output=True, text=True, timeout=180, env=env, **kw)
+
+
+def test_the_wheel_holds_the_package_and_its_c_sources(wheel_venv):
+    venv, tmp = wheel_venv
+    out = _run(venv, tmp, str(venv / "bin/python"), "-c",
+               "import nfvlab, nfvlab.labs.embedded.bpf as b, nfvlab.system.build as s; "
+               "print(nfvlab.__file__); print(b.source_dir()); "
+               "print(s.package_file('nfvlab.traffic.embedded', 'nfvlab_gen.c'))", check=True)
+    lines = out.stdout.split()
+    assert all(str(venv) in x for x in lines), lines  # nothing from the checkout
+    assert Path(lines[1], "tc_redirect.c").exists() and Path(lines[1], "nfvlab_stats.h").exists()
+
+
+@pytest.mark.lab
+def test_lab_models_bpf_objects_and_one_trial_from_the_wheel(wheel_venv, clean_host):
+    venv, tmp = wheel_venv
+    models = json.loads(_run(venv, tmp, str(venv / "bin/nfvlab"), "lab", "models", "--json", check=True).stdout)
+    realizable = {m["name"] for m in models if m["realizable"]}
+    assert {"linux-bridge", "macvlan", "ebpf-tc"} <= realizable
+    obj = _run(venv, tmp, str(venv / "bin/python"), "-c",
+               "from nfvlab.labs.embedded import bpf; print(bpf.compile_object('tc_redirect'))", check=True)
+    assert Path(obj.stdout.strip()).is_file() and str(tmp / "cache") in obj.stdout
+    trial = _run(venv, tmp, str(venv / "bin/nfvlab"), "trial", "--model", "ebpf-tc", "--rate-pps", "2000",
+                 "--duration-s", "0.5", "--json")
+    assert trial.returncode == 0, trial.stderr
+    d = json.loads(trial.stdout)
+    assert [x["received_packets"] for x in d["directions"]] == [1000, 1000]
+    assert d["sent_packets"] == d["intended_packets"] == 2000

@@ -1,0 +1,93 @@
+"""A trial and a short search through a REAL TRex server (enabled by NFVLAB_TREX_SERVER).
+
+    NFVLAB_TREX_SERVER=host[:sync_port]   a TRex server in stateless mode (t-rex-64 -i)
+    NFVLAB_TREX_ASYNC_PORT=4500           its event port (default 4500, or sync_port - 1)
+    NFVLAB_TREX_PORTS=0,1                 its two ports (default 0,1)
+    NFVLAB_TREX_DMACS=mac0,mac1           destination MAC per direction (default: the other
+                                          port's MAC, right for a cable, a bridge or a veth loop)
+    NFVLAB_TREX_CLIENT=auto|v3|v2         which client (default auto)
+
+No registry ships a TRex server, so this test is skipped everywhere but in a lab (or on a
+host where TRex was built from source, see /work/shared/notes/trex-facts.md). It needs
+.venv-trex (scripts/setup-trex.sh). Numbers it sees are measurements of that lab.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from nfvlab.scenario.topology import Port, Stream
+from nfvlab.traffic.trex import TrexGenerator, TrexParams
+
+REPO = Path(__file__).resolve().parents[1]
+SERVER = os.environ.get("NFVLAB_TREX_SERVER", "")
+
+pytestmark = [
+    pytest.mark.skipif(not SERVER, reason="set NFVLAB_TREX_SERVER=host[:port] to a real TRex "
+                                          "server (none ships with any registry)"),
+    pytest.mark.skipif(not (REPO / ".venv-trex" / "bin" / "python").exists(),
+                       reason="needs .venv-trex: run scripts/setup-trex.sh"),
+]
+
+
+def params() -> TrexParams:
+    host, _, port = SERVER.partition(":")
+    ports = [int(x) for x in os.environ.get("NFVLAB_TREX_PORTS", "0,1").split(",")]
+    kw = dict(server=host, ports=ports, client=os.environ.get("NFVLAB_TREX_CLIENT", "auto"),
+              timeout_s=10.0)
+    if port:
+        kw.update(sync_port=int(port), async_port=int(port) - 1)
+    if os.environ.get("NFVLAB_TREX_ASYNC_PORT"):
+        kw.update(async_port=int(os.environ["NFVLAB_TREX_ASYNC_PORT"]))
+    return TrexParams(**kw)
+
+
+@pytest.fixture(scope="module")
+def generator():
+    p = params()
+    # learn the ports' MACs first (a throw-away session), then build the real streams
+    probe = TrexGenerator([Stream(Port("trex", str(p.ports[0])), Port("trex", str(p.ports[1])),
+                                  "02:00:00:00:00:01", "02:00:00:00:00:02", "198.19.1.1",
+                                  "198.19.2.1")], p)
+    try:
+        info = probe.connect()
+    finally:
+        probe.close()
+    macs = [info["ports"][str(x)]["hw_mac"] for x in p.ports]
+    dmacs = os.environ.get("NFVLAB_TREX_DMACS", "").split(",") if os.environ.get(
+        "NFVLAB_TREX_DMACS") else [macs[1], macs[0]]
+    a, b = (Port("trex", str(x)) for x in p.ports)
+    streams = [Stream(a, b, macs[0], dmacs[0], "198.19.1.1", "198.19.2.1"),
+               Stream(b, a, macs[1], dmacs[1], "198.19.2.1", "198.19.1.1")]
+    g = TrexGenerator(streams, p)
+    yield g
+    g.close()
+
+
+def test_trial_through_a_real_server(generator):
+    ident = generator.identity()
+    assert ident["name"] == "trex" and ident["version"] not in ("", "None")
+    dirs = generator.run(10_000, 2.0, 64)
+    assert len(dirs) == 2
+    for x in dirs:
+        assert x.intended_packets == 20_000
+        assert x.sent_packets >= 0.99 * x.intended_packets, x       # 10 kpps is easy for TRex
+        assert x.received_packets <= x.sent_packets
+        assert x.latency.probes_sent == pytest.approx(2000, abs=20)
+        if x.latency.probes_received:
+            assert x.latency.min_ns <= x.latency.p50_ns <= x.latency.max_ns
+    raw = generator.last_trial["result"]
+    assert set(raw["port_stats"]) == {str(p) for p in generator.params.ports}
+
+
+def test_short_search_through_a_real_server(generator):
+    from nfvlab.search import rfc2544_search
+    from nfvlab.trial import GeneratorMeasurer
+
+    res = rfc2544_search(GeneratorMeasurer(generator, 64), 1000, 100_000, loss_ratio=0.005,
+                         relative_width=0.1, duration_s=1.0)
+    assert res.n_trials >= 2
+    assert res.throughput_pps is not None and res.throughput_pps >= 1000
+    assert all(t.extra["generator"] == "trex" for t in res.trials)
