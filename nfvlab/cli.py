@@ -2,6 +2,7 @@
 
     nfvlab lab models [--json]            the model catalogue and what this host can run
     nfvlab lab up --model M | down ID | status | clean
+    nfvlab lab render --lab-profile K8S.yaml --model M   the Kubernetes manifests of a model
     nfvlab trial --model M --frame-size N --rate-pps R --duration-s D [--json]
     nfvlab search (--model M | --port NS:IFACE --port NS:IFACE) --frame-size N --goal ndr [--json]
     nfvlab calibrate [--frame-sizes 64,512,1518] [--json]
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -75,6 +75,10 @@ def _build_parser() -> argparse.ArgumentParser:
     dn.add_argument("--all", action="store_true")
     st = lab.add_parser("status", help="labs that exist now")
     st.add_argument("--json", action="store_true")
+    rn = lab.add_parser("render", help="print the Kubernetes manifests of a model (validated, creates nothing)")
+    lab_profile_arg(rn)
+    rn.add_argument("--model", required=True)
+    resource_args(rn)
     cl = lab.add_parser("clean", help="remove what killed runs left behind (only nfvlab's own)")
     cl.add_argument("--all", action="store_true", help="also labs kept by `lab up`")
 
@@ -85,7 +89,7 @@ def _build_parser() -> argparse.ArgumentParser:
                             "(default: the lab profile's, else $NFVLAB_STATE/calibration.json)")
         p.add_argument("--model", help="networking model (default linux-bridge); see `nfvlab lab models`")
         p.add_argument("--port", action="append", metavar="NS:IFACE",
-                       help="use an existing interface as a traffic port (give two)")
+                       help="use an existing interface as a traffic port (give two); trex:N for TRex's port N")
         p.add_argument("--dmac", action="append", help="destination MAC per direction with --port")
         p.add_argument("--frame-size", type=_frame_size, default=64, help="bytes incl. FCS (64..9018) or IMIX")
         if rate:
@@ -203,12 +207,38 @@ def cmd_lab(a) -> int:
                 print(f"{r['lab_id']} {r['model']:<14} {r['status']:<13} "
                       f"{'kept' if r['persistent'] else 'run'} owner {'alive' if r['owner_alive'] else 'gone'}")
         return 0
+    if a.lab_cmd == "render":
+        return _render(a)
     if a.lab_cmd == "clean":
+        from nfvlab.labs.kubernetes import backend as k8s
+
+        removed = k8s.clean()  # cluster namespaces of dead runs (their owners hold no lock)
         with state.HostLock("lab clean"):
-            removed = state.clean(include_persistent=a.all)
+            removed += state.clean(include_persistent=a.all)
         print("\n".join(f"removed {x}" for x in removed) if removed else "nothing to clean")
         return 0
     raise AssertionError(a.lab_cmd)
+
+
+def _render(a) -> int:
+    """``nfvlab lab render``: the manifests a Kubernetes run of ``--model`` would create, as YAML."""
+    import yaml
+
+    from nfvlab.labs.kubernetes import render
+
+    lab = _lab_params(a)
+    if lab.kind != "kubernetes" or lab.kubernetes is None:
+        raise CliError("lab render: give --lab-profile with kind: kubernetes (see docs/kubernetes.md)")
+    scenario = _scenario(a)
+    if scenario.model not in render.CNI_OF and scenario.model not in lab.kubernetes.networks:
+        raise CliError(f"lab render: {scenario.model} has no rendered networks on Kubernetes (models: "
+                       f"{', '.join(render.CNI_OF)}; others need kubernetes.networks.{scenario.model})")
+    objects = render.manifests(scenario, lab.kubernetes)
+    problems = [x for m in objects for x in render.validate(m, lab.kubernetes)]
+    if problems:
+        raise CliError(f"lab render: {problems[0]}")
+    print(yaml.safe_dump_all(objects, sort_keys=False), end="")
+    return 0
 
 
 # -- trial / search -----------------------------------------------------------
@@ -393,7 +423,7 @@ def cmd_calibrate(a) -> int:
     a.unidirectional = a.unidirectional or not cp.bidirectional
     lab = _lab_params(a)
     backend = labs.backend_for(lab)
-    reasons = backend.check(Scenario("direct-cable")) or (
+    reasons = backend.ready() or backend.check(Scenario("direct-cable")) or (
         [] if a.skip_known_path else backend.check(Scenario("tbf-bridge", known_path=_dummy_known_path())))
     if reasons:
         raise CliError(reasons[0])

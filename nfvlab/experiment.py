@@ -54,6 +54,12 @@ def check(params: ExperimentParams, backend=None) -> None:
     """
     backend = backend or labs.backend_for(params.lab)
     rates = (params.search.max_rate_pps,) if params.search.max_rate_pps else ()
+    for fs in params.traffic.frame_sizes:  # what no lab can carry
+        measure.check_inputs(fs, port_speed=params.lab.port_speed, mtu=params.lab.mtu, rates_pps=rates,
+                             duration_s=params.trial.duration_s)
+    not_ready = backend.ready()
+    if not_ready:
+        raise measure.InputError(not_ready[0])
     for sc in scenarios(params):
         if backend.check(sc):
             continue

@@ -54,7 +54,7 @@ def check_inputs(frame_size: FrameSize, *, port_speed: str, mtu: int,
 def check_scenario(backend, scenario: Scenario, frame_sizes, *, port_speed: str,
                    rates_pps: tuple[float, ...] = (), duration_s: Optional[float] = None) -> None:
     """:class:`InputError` for the first reason ``backend`` cannot run ``scenario`` at ``frame_sizes``."""
-    reasons = backend.check(scenario)
+    reasons = backend.ready() or backend.check(scenario)
     if reasons:
         raise InputError(reasons[0])
     mtu = backend.mtu(scenario)

@@ -217,6 +217,53 @@ AnyGenerator = Annotated[Union[Annotated[GeneratorParams, Tag("embedded")], Anno
 """``generator:`` of a lab profile: ``kind: embedded`` (the default) or ``kind: trex`` (docs/trex.md)."""
 
 
+class KubernetesParams(_Strict):
+    """The ``kubernetes:`` block of a lab profile with ``kind: kubernetes`` (docs/kubernetes.md)."""
+
+    kubeconfig: Optional[str] = None
+    """Kubeconfig file; default ``$KUBECONFIG``, else ``~/.kube/config``."""
+    context: Optional[str] = None
+    """Kubeconfig context (default: the file's current context)."""
+    namespace_prefix: str = Field(default="nfvlab", pattern=r"^[a-z0-9]([a-z0-9-]{0,40}[a-z0-9])?$")
+    """Every run gets its own namespace ``<prefix>-<run id>``, labelled with the run id."""
+    node: str = Field(min_length=1)
+    """Worker node the scenario's pods are placed on (``nodeName``), recorded with every run."""
+    nics: list[str] = Field(min_length=2, max_length=2)
+    """The worker node's two NIC ports (netdevs) the generator is cabled to: the macvlan
+    masters, bridge ports or host-devices of the models' secondary networks."""
+    cabling: Literal["local", "external"] = "external"
+    """``local``: the node is this host; nfvlab creates a generator namespace here cabled by
+    veths to ``nics`` (the embedded generator drives it). ``external``: the generator (TRex)
+    is cabled to ``nics`` by wires; give its port MACs in ``tg_macs``."""
+    tg_macs: Optional[list[str]] = None
+    """MACs of the generator's two ports (``external`` cabling): the pod's static neighbours."""
+    image: str = "nfvlab.local/nf:1"
+    """Image of the NF pods: busybox-like, with ``ip`` (addr/route/neigh) and ``sleep``."""
+    image_pull_policy: Literal["Never", "IfNotPresent", "Always"] = "IfNotPresent"
+    networks: dict[str, list[str]] = Field(default_factory=dict)
+    """Model -> two existing NetworkAttachmentDefinitions (``namespace/name``) to use
+    instead of rendering them (e.g. a Userspace CNI or VPP network a cluster already has)."""
+    sriov_resource: str = "intel.com/intel_sriov_netdevice"
+    """Device-plugin resource of the SR-IOV VFs (two per pod)."""
+    ready_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    """How long pods may take to become Ready before the run fails with the scheduler's reason."""
+    schema_version: str = Field(default="1.37.0", pattern=r"^1\.\d+\.\d+$")
+    """Kubernetes version whose OpenAPI schemas manifests are validated against (strict)."""
+
+    @field_validator("tg_macs")
+    @classmethod
+    def _tg_macs(cls, v: Optional[list[str]]) -> Optional[list[str]]:
+        if v is not None and (len(v) != 2 or not all(_MAC.match(m) for m in v)):
+            raise ValueError("tg_macs: two MAC addresses aa:bb:cc:dd:ee:ff, one per generator port")
+        return [m.lower() for m in v] if v else v
+
+    @model_validator(mode="after")
+    def _cabling(self) -> "KubernetesParams":
+        if self.cabling == "external" and self.tg_macs is None:
+            raise ValueError("cabling external: give tg_macs (the generator ports' MACs)")
+        return self
+
+
 class LabParams(_Strict):
     """Which lab runs the experiment (the lab profile, ``params/lab.yaml``)."""
 
@@ -231,6 +278,16 @@ class LabParams(_Strict):
     calibration: Optional[str] = None
     """Calibration file (``nfvlab calibrate --out``) the generator-limited flag is
     judged against; default ``$NFVLAB_STATE/calibration.json``."""
+    kubernetes: Optional[KubernetesParams] = None
+    """The cluster, with ``kind: kubernetes``."""
+
+    @model_validator(mode="after")
+    def _kind_settings(self) -> "LabParams":
+        if self.kind == "kubernetes" and self.kubernetes is None:
+            raise ValueError("kind kubernetes needs a kubernetes: block (node, nics, ...)")
+        if self.kind != "kubernetes" and self.kubernetes is not None:
+            raise ValueError(f"a kubernetes: block goes with kind kubernetes, not {self.kind}")
+        return self
 
 
 def _check_ratio(v: Any) -> str:

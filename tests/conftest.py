@@ -71,6 +71,24 @@ def clean_host():
     assert after == before, f"the test left BPF programs or hugepages behind: {before} -> {after}"
 
 
+#: git may refuse a checkout owned by another user (tests run as root or not): trust it.
+GIT_ENV = {**os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
+
+
+def copy_checkout(dest: Path, skip: tuple[str, ...] = ("data/raw/", "data/executed/")) -> Path:
+    """Copy the repository's tracked and new (not ignored) files to ``dest``; returns ``dest``."""
+    import shutil
+
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, check=True, env=GIT_ENV).stdout
+    for rel in filter(None, files.split("\0")):
+        src = REPO / rel
+        if src.is_file() and not rel.startswith(skip):
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
 def nfvlab_cli(*args, timeout=120, check=False):
     """Run the real CLI in a subprocess (as a user would)."""
     cmd = [str(REPO / ".venv/bin/nfvlab"), *args]

@@ -9,7 +9,6 @@ import pytest
 
 from conftest import NO_RESIDUE, REPO, lab_residue
 from nfvlab.labs.embedded import realize, state, testpmd
-from nfvlab.scenario import catalogue
 from nfvlab.labs import LabError
 from nfvlab.labs.embedded import Lab
 from nfvlab.scenario import Resources, Scenario

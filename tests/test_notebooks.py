@@ -4,7 +4,6 @@ from pathlib import Path
 
 import nbformat
 import papermill as pm
-import pytest
 
 from conftest import clean_host  # noqa: F401  (fixture)
 

@@ -14,14 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import copy_checkout
 
 
 @pytest.fixture(scope="module")
 def wheel_venv(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("wheel")
+    src = copy_checkout(tmp / "src")  # setuptools writes build/ and egg-info into the source tree
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(tmp / "dist"), str(REPO)], check=True, capture_output=True, timeout=300)
+                    "-w", str(tmp / "dist"), str(src)], check=True, capture_output=True, timeout=300,
+                   env={**os.environ, "HOME": str(tmp)})
     wheel = next((tmp / "dist").glob("nfvlab-*.whl"))
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)

@@ -76,7 +76,7 @@ def test_every_shipped_params_file_is_valid():
     files = sorted((REPO / "params").rglob("*.yaml"))
     assert len(files) >= 11, "params/ lacks files"
     special = {"reference.yaml": P.ReferenceParams, "lab.yaml": P.LabParams, "profile.yaml": P.ProfileParams,
-               "calibration.yaml": P.CalibrationParams}
+               "calibration.yaml": P.CalibrationParams, "lab.kubernetes.yaml": P.LabParams}
     for f in files:
         if f.name in special:
             P.load(f, special[f.name])

@@ -5,14 +5,13 @@ that matches its files; then one edit at a time must make exactly the expected
 stages stale in the real `dvc status`.
 """
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import GIT_ENV, REPO, copy_checkout
 
 sys.path.insert(0, str(REPO / "scripts"))
 import code_deps  # noqa: E402
@@ -34,18 +33,13 @@ def test_the_closure_follows_imports_and_package_data():
 
 
 def _run(args, cwd, **kw):
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=True, timeout=300, **kw)
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=True, timeout=300, env=GIT_ENV,
+                          **kw)
 
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pipeline") / "repo"
-    files = _run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], REPO).stdout
-    for rel in filter(None, files.split("\0")):
-        src = REPO / rel
-        if src.is_file() and not rel.startswith(("data/raw/", "data/executed/")):
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, root / rel)
+    root = copy_checkout(tmp_path_factory.mktemp("pipeline") / "repo")
     _run(["git", "init", "-q"], root)
     # A lock matching these files (outputs absent): what a finished `dvc repro` would leave.
     code = ("from dvc.repo import Repo\nrepo = Repo('.')\nwith repo.lock:\n"

@@ -7,7 +7,6 @@ measurement: the double's "DUT" is arithmetic, which lets every count be checked
 from __future__ import annotations
 
 import base64
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -440,3 +439,51 @@ def test_terminated_worker_stops_traffic_and_releases_ports(lab):
     assert "stop_traffic" in m and m.count("release") == 2
     assert [p.owner for p in d.ports.values()] == ["", ""]
     assert [p.state for p in d.ports.values()] == ["IDLE", "IDLE"]
+
+
+# ---------------------------------------------------------------- the CLI with a lab profile naming TRex
+
+@needs_trex
+def test_cli_search_with_a_lab_profile_naming_trex_runs_end_to_end_against_the_double(tmp_path):
+    """`nfvlab search --lab-profile` with generator kind trex and TRex's ports wired to a DUT
+    (the double's arithmetic DUT of 8 kpps): the search lands on it. A double, not a measurement."""
+    import json as _json
+
+    import yaml
+
+    from conftest import nfvlab_cli
+
+    d = TrexDouble(capacity_pps=8000, foreign_pps=50).start()
+    try:
+        profile = tmp_path / "lab.trex.yaml"
+        profile.write_text(yaml.safe_dump({
+            "kind": "embedded", "port_speed": "10GbE", "calibration": str(tmp_path / "cal.json"),
+            "generator": {"kind": "trex", "server": "127.0.0.1", "sync_port": d.sync_port,
+                          "async_port": d.async_port, "client": "v3", "timeout_s": 5.0, "settle_s": 0.2}}))
+        out = nfvlab_cli("search", "--lab-profile", str(profile), "--port", "trex:0", "--port", "trex:1",
+                         "--dmac", "02:00:00:00:0d:01", "--dmac", "02:00:00:00:0d:02", "--frame-size", "64",
+                         "--goal", "ndr", "--method", "rfc2544", "--min-rate-pps", "1000",
+                         "--max-rate-pps", "16000", "--relative-width", "0.05", "--duration-s", "0.5",
+                         "--latency-pps", "100", "--json", timeout=240)
+        assert out.returncode == 0, out.stderr
+        res = _json.loads(out.stdout)
+        assert 7600 <= res["ndr_pps"] <= 8000
+        assert {t["extra"]["generator"] for t in res["trials"]} == {"trex"}
+        # the double's foreign frames (50 pps on each rx port) never count as received
+        assert all(x["received_packets"] <= x["sent_packets"] for t in res["trials"] for x in t["directions"])
+        assert any(m == "start_traffic" for m, _ in d.calls) and d.reads_during_tx == []
+    finally:
+        d.stop()
+
+
+def test_cli_refuses_trex_ports_without_the_duts_macs(tmp_path):
+    import yaml
+
+    from conftest import nfvlab_cli
+
+    profile = tmp_path / "lab.trex.yaml"
+    profile.write_text(yaml.safe_dump({"generator": {"kind": "trex", "server": "127.0.0.1"}}))
+    out = nfvlab_cli("trial", "--lab-profile", str(profile), "--port", "trex:0", "--port", "trex:1",
+                     "--rate-pps", "1000")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert "--dmac: with TRex ports give the DUT's two MACs" in out.stderr

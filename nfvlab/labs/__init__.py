@@ -18,8 +18,11 @@ def backend_for(lab: LabParams = LabParams(), *, ports: Optional[list[str]] = No
         from nfvlab.labs.embedded import EmbeddedLab
 
         return EmbeddedLab(mtu=lab.mtu)
-    raise LabError(f"lab kind {lab.kind!r}: not implemented in this nfvlab version "
-                   "(use kind: embedded)")
+    if lab.kind == "kubernetes":
+        from nfvlab.labs.kubernetes import KubernetesLab
+
+        return KubernetesLab(lab)
+    raise LabError(f"lab kind {lab.kind!r}: not implemented in this nfvlab version")
 
 
 __all__ = ["LabBackend", "LabError", "LabSession", "Terminated", "backend_for"]

@@ -49,6 +49,11 @@ class LabBackend(Protocol):
     kind: str
     """``embedded``, ``external`` or ``kubernetes``: recorded with every run."""
 
+    def ready(self) -> list[str]:
+        """What keeps this lab from running anything now (no root, cluster unreachable):
+        an error of the invocation, not a property of a scenario; creates nothing."""
+        ...
+
     def check(self, scenario: Scenario) -> list[str]:
         """Why this lab cannot realize ``scenario`` (empty: it can); creates nothing."""
         ...

@@ -4,6 +4,11 @@ Traffic goes only to interfaces the user named (draft §5). Frames go from the
 first port to the second and back; each direction's destination MAC is the
 receiving port's MAC unless ``dmacs`` says otherwise (e.g. a routing DUT's
 ingress MAC).
+
+Ports are ``NS:IFACE`` (an interface in a network namespace of this host, for
+the embedded generator) or ``trex:N`` (TRex's port N, wired to the DUT; then
+``dmacs``, the DUT's MACs, are required and the frames' source MACs are
+locally administered ``02:00:00:00:00:0N``).
 """
 from __future__ import annotations
 
@@ -19,6 +24,9 @@ from nfvlab.system import netns as nl
 
 _PORT = re.compile(r"^([A-Za-z0-9_.-]+):([A-Za-z0-9_.@-]{1,15})$")
 _MAC = re.compile(r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$")
+#: ``trex:N`` names TRex's port N; what its wire carries is the DUT's business (jumbo allowed).
+GENERATOR_NS = "trex"
+GENERATOR_PORT_MTU = 9000
 
 
 def parse_port(text: str) -> Port:
@@ -42,17 +50,36 @@ class ExternalPorts:
             raise LabError("--dmac: give two MAC addresses aa:bb:cc:dd:ee:ff, one per direction")
         self.dmacs = dmacs
 
-    def check(self, scenario: Scenario) -> list[str]:
+    @property
+    def generator_ports(self) -> bool:
+        """The ports are TRex's own (``trex:N``), not interfaces of this host."""
+        return all(p.ns == GENERATOR_NS for p in self.ports)
+
+    def ready(self) -> list[str]:
+        if self.generator_ports:
+            return [] if self.dmacs else ["--dmac: with TRex ports give the DUT's two MACs, one per direction"]
         if os.geteuid() != 0:
             return ["traffic needs root (raw sockets in network namespaces): run as root or with sudo"]
+        return []
+
+    def check(self, scenario: Scenario) -> list[str]:
+        if self.ready():
+            return self.ready()
+        if self.generator_ports:
+            return []
         return [f"--port {p}: no interface {p.iface!r} in network namespace {p.ns!r}"
                 for p in self.ports if not nl.link_exists(p.ns, p.iface)]
 
     def mtu(self, scenario: Scenario) -> int:
+        if self.generator_ports:
+            return GENERATOR_PORT_MTU
         return min(nl.link_mtu(p.ns, p.iface) for p in self.ports)
 
     def streams(self) -> list[Stream]:
-        macs = [nl.mac(p.ns, p.iface) for p in self.ports]
+        if self.generator_ports:
+            macs = [f"02:00:00:00:00:{int(p.iface) + 1:02x}" for p in self.ports]
+        else:
+            macs = [nl.mac(p.ns, p.iface) for p in self.ports]
         d = self.dmacs or [macs[1], macs[0]]
         p = self.ports
         return [Stream(p[0], p[1], macs[0], d[0], *default_ips(0)),

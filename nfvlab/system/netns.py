@@ -30,18 +30,21 @@ def _off_running_loop(fn):
 
 
 @contextmanager
-def ipr_in(ns_name: str) -> Iterator[IPRoute]:
-    """A netlink socket bound to namespace ``ns_name``.
+def ipr_in(ns_name: Optional[str]) -> Iterator[IPRoute]:
+    """A netlink socket bound to namespace ``ns_name`` (``None``: the host's own namespace).
 
     Created while this thread is switched into the namespace (a socket stays in
     the namespace it was made in); cheaper and safer than pyroute2's NetNS,
     which forks a helper process per socket.
     """
-    netns.pushns(ns_name)
-    try:
+    if ns_name is None:
         ipr = IPRoute()
-    finally:
-        netns.popns()
+    else:
+        netns.pushns(ns_name)
+        try:
+            ipr = IPRoute()
+        finally:
+            netns.popns()
     try:
         yield ipr
     finally:
@@ -76,10 +79,13 @@ def set_sysctl(ns_name: str, key: str, value: str) -> None:
 
 
 @_off_running_loop
-def veth(ns_a: str, name_a: str, ns_b: str, name_b: str, mtu: int) -> None:
-    """A veth pair with end ``name_a`` in ``ns_a`` and ``name_b`` in ``ns_b``, both up."""
+def veth(ns_a: Optional[str], name_a: str, ns_b: Optional[str], name_b: str, mtu: int) -> None:
+    """A veth pair with end ``name_a`` in ``ns_a`` and ``name_b`` in ``ns_b`` (``None``: the host's), both up."""
+    if ns_b is None and ns_a is not None:  # create it on the host's side, the peer moved into ns_a
+        ns_a, name_a, ns_b, name_b = ns_b, name_b, ns_a, name_a
     with ipr_in(ns_a) as ipr:
-        ipr.link("add", ifname=name_a, kind="veth", peer={"ifname": name_b, "net_ns_fd": ns_b})
+        peer = {"ifname": name_b} if ns_b is None else {"ifname": name_b, "net_ns_fd": ns_b}
+        ipr.link("add", ifname=name_a, kind="veth", peer=peer)
     for ns, name in ((ns_a, name_a), (ns_b, name_b)):
         with ipr_in(ns) as ipr:
             idx = ipr.link_lookup(ifname=name)[0]
@@ -100,8 +106,8 @@ def mac(ns_name: str, ifname: str) -> str:
 
 
 @_off_running_loop
-def link_exists(ns_name: str, ifname: str) -> bool:
-    if ns_name not in netns.listnetns():
+def link_exists(ns_name: Optional[str], ifname: str) -> bool:
+    if ns_name is not None and ns_name not in netns.listnetns():
         return False
     with ipr_in(ns_name) as ipr:
         return bool(ipr.link_lookup(ifname=ifname))
@@ -212,3 +218,24 @@ def shape_tbf(ns_name: str, ifname: str, rate_bytes_s: float, burst_bytes: int, 
     with ipr_in(ns_name) as ipr:
         ipr.tc("add", "tbf", index=link_index(ipr, ifname), rate=int(rate_bytes_s),
                burst=burst_bytes, limit=limit_bytes)
+
+
+@_off_running_loop
+def delete_link(ns_name: Optional[str], ifname: str) -> None:
+    """Delete ``ifname`` (a veth takes its peer with it); no error if it is gone."""
+    with ipr_in(ns_name) as ipr:
+        found = ipr.link_lookup(ifname=ifname)
+        if found:
+            ipr.link("del", index=found[0])
+
+
+@_off_running_loop
+def delete_namespace(name: str) -> None:
+    """Delete namespace ``name``, its links first (synchronously); no error if it is gone."""
+    if name not in netns.listnetns():
+        return
+    with ipr_in(name) as ipr:
+        for link in ipr.get_links():
+            if link.get("IFLA_IFNAME") != "lo":
+                ipr.link("del", index=link["index"])
+    netns.remove(name)

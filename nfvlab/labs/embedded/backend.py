@@ -1,13 +1,14 @@
 """The embedded lab as a :class:`~nfvlab.labs.base.LabBackend`: scenarios as network namespaces here."""
 from __future__ import annotations
 
+import os
 import platform
 from contextlib import contextmanager
 from typing import Iterator, Optional
 
 from nfvlab.labs.base import LabSession
 from nfvlab.labs.embedded import realize
-from nfvlab.labs.embedded.lab import Lab, problems
+from nfvlab.labs.embedded.lab import ROOT_NEEDED, Lab, problems
 from nfvlab.scenario import Scenario
 
 
@@ -20,6 +21,9 @@ class EmbeddedLab:
         self.link_mtu = mtu
         """MTU of the links the lab creates, bytes (a model's ports may carry less)."""
         self._features: Optional[dict[str, bool]] = None
+
+    def ready(self) -> list[str]:
+        return [] if os.geteuid() == 0 else [ROOT_NEEDED]
 
     def check(self, scenario: Scenario) -> list[str]:
         if self._features is None:

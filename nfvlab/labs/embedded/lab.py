@@ -42,10 +42,13 @@ def resource_problem(model: catalogue.Model, resources: Resources) -> Optional[s
     return None
 
 
+ROOT_NEEDED = "the embedded lab needs root (network namespaces): run as root or with sudo"
+
+
 def problems(scenario: Scenario, features: Optional[dict[str, bool]] = None) -> list[str]:
     """Why this host cannot realize ``scenario`` in the embedded lab (empty: it can); creates nothing."""
     if os.geteuid() != 0:
-        return ["the embedded lab needs root (network namespaces): run as root or with sudo"]
+        return [ROOT_NEEDED]
     why = realize.model_problem(scenario.model, features)
     if why:
         return [f"model {scenario.model} cannot run in the embedded lab: {why}"]

@@ -1,0 +1,83 @@
+"""The host-wide lab lock and process identities (shared by every lab backend on this host).
+
+A host-wide lock (``$NFVLAB_RUN_DIR/lock``, default ``/run/nfvlab/lock``, flock)
+keeps two runs from building or driving labs at once: they would share the same
+CPUs and falsify each other. The kernel releases it when its holder dies.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
+
+def run_dir() -> Path:
+    return Path(os.environ.get("NFVLAB_RUN_DIR", "/run/nfvlab"))
+
+
+class LabBusy(RuntimeError):
+    """Another nfvlab run holds the lab lock."""
+
+
+def _proc_stat(pid: int) -> Optional[tuple[str, int]]:
+    """(state letter, start time in clock ticks since boot) of ``pid``; ``None`` if it does not exist."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # comm (field 2) may contain spaces and parentheses: split after the last ')'.
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[0], int(fields[19])
+
+
+def process_start_time(pid: int) -> Optional[int]:
+    """Start time (clock ticks since boot) of ``pid``, or ``None`` if it does not exist."""
+    st = _proc_stat(pid)
+    return st[1] if st else None
+
+
+class HostLock:
+    """Exclusive, non-blocking, released by the kernel when the holder dies."""
+
+    def __init__(self, purpose: str) -> None:
+        self.purpose = purpose
+        self._fd: Optional[int] = None
+
+    def __enter__(self) -> "HostLock":
+        run_dir().mkdir(parents=True, exist_ok=True)
+        path = run_dir() / "lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        # NFVLAB_LOCK_WAIT_S: wait that long for the lock instead of failing at once.
+        wait_s = float(os.environ.get("NFVLAB_LOCK_WAIT_S", "0") or 0)
+        deadline = time.monotonic() + wait_s
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as err:
+                    if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN) or time.monotonic() >= deadline:
+                        raise
+                    time.sleep(0.2)
+        except OSError as err:
+            holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise LabBusy(
+                    f"the lab is in use ({holder}); wait for it to finish"
+                ) from None
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()}: {self.purpose}".encode())
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None

@@ -1,0 +1,293 @@
+"""The Kubernetes lab backend: rendered manifests (offline, strict) and real pods on a real cluster.
+
+The cluster tests start the local single-node cluster of tests/support/k8s_cluster.py (real
+kube-apiserver, scheduler, controller-manager, kubelet, containerd, Multus and Debian's CNI
+plugins; built by scripts/k8s/build.sh, skipped with the reason when it is not built), deploy a
+scenario through nfvlab.labs.kubernetes.KubernetesLab and drive real packets through the pod with
+the embedded generator cabled to the node's NIC ports.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from conftest import NO_RESIDUE, REPO, lab_residue, nfvlab_cli
+from nfvlab import params as P
+from nfvlab.labs import LabError
+from nfvlab.labs.kubernetes import backend as kb
+from nfvlab.labs.kubernetes import render
+from nfvlab.scenario import Resources, Scenario
+from nfvlab.system import netns as nl
+
+NICS = ["nfvkn0", "nfvkn1"]
+
+
+def _kparams(**kw):
+    base = {"node": "worker-1", "nics": ["ens1f0", "ens1f1"], "cabling": "external",
+            "tg_macs": ["02:00:00:00:aa:01", "02:00:00:00:aa:02"]}
+    return P.KubernetesParams(**{**base, **kw})
+
+
+# ------------------------------------------------------------------ offline: rendering
+@pytest.mark.parametrize("model", sorted(render.CNI_OF))
+@pytest.mark.parametrize("resources", [Resources(), Resources(pinning="exclusive"), Resources(hugepages=True)])
+def test_every_rendered_manifest_passes_strict_validation(model, resources):
+    kp = _kparams()
+    objects = render.manifests(Scenario(model, resources), kp, "abc123")
+    assert [o["kind"] for o in objects] == ["Namespace", "NetworkAttachmentDefinition",
+                                            "NetworkAttachmentDefinition", "Pod"]
+    assert [p for o in objects for p in render.validate(o, kp)] == []
+    assert all(o["metadata"]["labels"][render.RUN_LABEL] == "abc123" for o in objects)
+    pod = objects[-1]
+    res = pod["spec"]["containers"][0]["resources"]
+    if resources.pinning == "exclusive":  # Guaranteed QoS: integer CPUs, requests == limits
+        assert res["requests"]["cpu"] == res["limits"]["cpu"] == "1"
+        assert res["requests"]["memory"] == res["limits"]["memory"]
+    if resources.hugepages:
+        assert res["requests"]["hugepages-2Mi"] == res["limits"]["hugepages-2Mi"] == "64Mi"
+    if model == "sriov":
+        assert res["requests"][kp.sriov_resource] == "2"
+        assert objects[1]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"] == kp.sriov_resource
+    nets = json.loads(pod["metadata"]["annotations"][render.NETWORKS_ANNOTATION])
+    assert [n["interface"] for n in nets] == ["eth1", "eth2"]
+    assert pod["spec"]["nodeName"] == "worker-1"
+
+
+def test_the_pod_routes_towards_the_generator_ports_in_the_benchmarking_range():
+    kp = _kparams()
+    script = render.manifests(Scenario("macvlan"), kp)[-1]["spec"]["containers"][0]["command"][2]
+    assert "arp -i eth1 -s 198.18.1.1 02:00:00:00:aa:01" in script
+    assert "ip route replace 198.19.2.0/24 via 198.18.2.1 dev eth2" in script
+    for o in render.nads(Scenario("macvlan"), kp, "abc123"):
+        cfg = json.loads(o["spec"]["config"])
+        assert cfg["ipam"]["addresses"][0]["address"].startswith("198.18.")
+
+
+def test_validation_catches_bad_manifests_and_unknown_cni_keys():
+    kp = _kparams()
+    ns, nad, _, pod = render.manifests(Scenario("macvlan"), kp)
+    pod["spec"]["containers"][0]["bogus"] = 1
+    assert render.validate(pod, kp) == ["Pod pod1: Additional properties are not allowed ('bogus' was "
+                                        "unexpected) at spec.containers.0"]
+    cfg = json.loads(nad["spec"]["config"])
+    cfg["mastr"] = "eth9"
+    nad["spec"]["config"] = json.dumps(cfg)
+    assert render.validate(nad, kp) == ["NAD macvlan-0: macvlan has no key 'mastr'"]
+
+
+def test_a_cluster_network_named_in_the_profile_is_used_instead_of_rendering():
+    kp = _kparams(networks={"vpp": ["kube-system/vpp-memif-a", "kube-system/vpp-memif-b"]})
+    objects = render.manifests(Scenario("vpp"), kp)
+    assert [o["kind"] for o in objects] == ["Namespace", "Pod"]
+    nets = json.loads(objects[-1]["metadata"]["annotations"][render.NETWORKS_ANNOTATION])
+    assert [(n["namespace"], n["name"]) for n in nets] == [("kube-system", "vpp-memif-a"),
+                                                           ("kube-system", "vpp-memif-b")]
+
+
+@pytest.mark.parametrize("bad,match", [
+    ({"cabling": "external", "tg_macs": None}, "give tg_macs"),
+    ({"nics": ["a"]}, "nics"),
+    ({"namespace_prefix": "Bad_Prefix"}, "namespace_prefix"),
+])
+def test_bad_kubernetes_settings_are_one_line(bad, match):
+    data = {"kind": "kubernetes", "kubernetes": {"node": "n", "nics": ["a", "b"], "cabling": "local", **bad}}
+    with pytest.raises(P.ParamsError, match=match) as err:
+        P.validate(P.LabParams, data, "lab.yaml")
+    assert "\n" not in str(err.value)
+
+
+def test_cli_renders_yaml_that_round_trips_and_refuses_models_without_networks():
+    out = nfvlab_cli("lab", "render", "--lab-profile", "params/lab.kubernetes.yaml", "--model", "macvlan",
+                     check=True)
+    docs = list(yaml.safe_load_all(out.stdout))
+    assert [d["kind"] for d in docs] == ["Namespace", "NetworkAttachmentDefinition",
+                                        "NetworkAttachmentDefinition", "Pod"]
+    bad = nfvlab_cli("lab", "render", "--lab-profile", "params/lab.kubernetes.yaml", "--model", "ovs-dpdk-vhost")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "kubernetes.networks.ovs-dpdk-vhost" in bad.stderr
+
+
+def test_the_shipped_rbac_manifest_is_strictly_valid_and_covers_what_the_backend_calls():
+    docs = list(yaml.safe_load_all((REPO / "deploy/rbac.yaml").read_text()))
+    kp = _kparams()
+    assert [p for d in docs for p in render.validate(d, kp)] == []
+    granted = {(r, v) for rule in docs[0]["rules"] for r in rule["resources"] for v in rule["verbs"]}
+    needed = {("namespaces", "create"), ("namespaces", "delete"), ("pods", "create"), ("pods/log", "get"),
+              ("network-attachment-definitions", "create"), ("nodes", "get"), ("nodes/proxy", "get"),
+              ("events", "list"), ("customresourcedefinitions", "get")}
+    assert needed <= granted
+
+
+# ------------------------------------------------------------------ a real cluster
+sys.path.insert(0, str(REPO / "tests"))
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if os.geteuid() != 0:
+        pytest.skip("the local cluster needs root")
+    from support import k8s_cluster as kc
+
+    why = kc.unavailable_reason()
+    if why:
+        pytest.skip(why)
+    from kubernetes import utils
+
+    # The backend takes the host lock for each run (local cabling), so the cluster must not hold it.
+    with kc.LocalCluster(lock=False, log=lambda m: None) as k8s:
+        utils.create_from_dict(k8s.api_client(), kc.nad_crd_manifest())
+        for _ in range(50):  # the CRD becomes servable a moment after creation
+            if _lab(k8s).ready() == []:
+                break
+            time.sleep(0.1)
+        yield k8s
+
+
+def _lab_params(k8s, **kw):
+    return P.validate(P.LabParams, {"kind": "kubernetes", "kubernetes": {
+        "kubeconfig": str(k8s.kubeconfig), "node": k8s.node_name, "nics": NICS, "cabling": "local",
+        "image_pull_policy": "Never", "ready_timeout_s": 30, **kw}})
+
+
+def _lab(k8s, **kw):
+    return kb.KubernetesLab(_lab_params(k8s, **kw))
+
+
+def _namespaces(k8s) -> list[str]:
+    from kubernetes import client
+
+    return [n.metadata.name for n in client.CoreV1Api(k8s.api_client()).list_namespace().items
+            if n.metadata.name.startswith("nfvlab-")]
+
+
+def _nothing_left(k8s):
+    assert _namespaces(k8s) == []
+    assert not any(nl.link_exists(None, n) for n in NICS)
+    assert list(kb.labs_dir().glob("*.json")) == [] if kb.labs_dir().exists() else True
+    assert lab_residue() == NO_RESIDUE
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+@pytest.mark.parametrize("model", ["macvlan", "smartnic-direct", "linux-bridge"])
+def test_a_trial_through_a_kubernetes_pod_counts_exactly(cluster, clean_host, model):
+    from nfvlab.traffic.embedded import EmbeddedGenerator
+    from nfvlab.trial import run_trial
+
+    backend = _lab(cluster)
+    with backend.open(Scenario(model)) as session:
+        info = session.info
+        assert _namespaces(cluster) == [info["namespace"]]
+        gen = EmbeddedGenerator(session.streams, latency_pps=100)
+        result = run_trial(gen, 4000, 1.0, 128)
+    for d in result.directions:
+        assert d.intended_packets == d.sent_packets == d.received_packets == 4000, d
+        assert d.latency.probes_received == d.latency.probes_sent > 0
+    assert info["placement"] == {"pod1": cluster.node_name} and info["qos_class"] == "Burstable"
+    assert 0 < info["pod_create_to_interfaces_s"] <= info["pod_create_to_ready_s"] < 30
+    assert info["nads"][0]["type"] == render.CNI_OF[model]
+    assert info["teardown_s"] > 0
+    _nothing_left(cluster)
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+def test_exclusive_pinning_is_a_guaranteed_pod_and_what_the_cluster_lacks_is_refused(cluster, clean_host):
+    backend = _lab(cluster)
+    assert backend.check(Scenario("sriov")) == [
+        f"not realizable on this cluster: node {cluster.node_name} has 0 allocatable "
+        "intel.com/intel_sriov_netdevice (a pod needs 2 VFs)"]
+    assert "NUMA scenario s2" in backend.check(Scenario("macvlan", Resources(numa="s2")))[0]
+    with pytest.raises(LabError, match="not realizable on this cluster"):
+        with backend.open(Scenario("sriov")):
+            pass
+    assert _namespaces(cluster) == []
+    with backend.open(Scenario("macvlan", Resources(pinning="exclusive"))) as session:
+        assert session.info["qos_class"] == "Guaranteed"
+    _nothing_left(cluster)
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+def test_a_pod_that_cannot_start_fails_with_the_kubelets_reason_and_leaves_nothing(cluster, clean_host):
+    backend = _lab(cluster, image="nfvlab.local/no-such-image:1")
+    t0 = time.monotonic()
+    with pytest.raises(LabError, match="ErrImageNeverPull") as err:
+        with backend.open(Scenario("macvlan")):
+            pass
+    assert "\n" not in str(err.value) and time.monotonic() - t0 < 40
+    _nothing_left(cluster)
+
+
+KILLED = """
+import sys, time
+sys.path.insert(0, {tests!r})
+from nfvlab import params as P
+from nfvlab.labs.kubernetes import KubernetesLab
+from nfvlab.scenario import Scenario
+lab = P.validate(P.LabParams, {params!r})
+with KubernetesLab(lab).open(Scenario("macvlan")) as s:
+    print("up", flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+def test_kill9_then_lab_clean_removes_the_namespace_and_the_host_links(cluster, clean_host):
+    params = _lab_params(cluster).model_dump()
+    code = KILLED.format(tests=str(REPO / "tests"), params=params)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "up"
+    assert len(_namespaces(cluster)) == 1
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert len(_namespaces(cluster)) == 1 and nl.link_exists(None, NICS[0])  # left behind
+    out = nfvlab_cli("lab", "clean", check=True)
+    assert "kubernetes run" in out.stdout
+    _nothing_left(cluster)
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+def test_experiment_a_runs_on_the_kubernetes_lab_with_records_and_provenance(cluster, clean_host, tmp_path):
+    from nfvlab import results
+    from nfvlab.experiment import run_experiment
+    from nfvlab.records import read_records
+
+    params = P.validate(P.ExperimentParams, {
+        "experiment": "a-k8s", "models": ["macvlan", "sriov", "ovs-dpdk-vhost"], "repetitions": 1,
+        "lab": _lab_params(cluster).model_dump(),
+        "traffic": {"frame_sizes": [256], "latency_pps": 100}, "trial": {"duration_s": 0.3},
+        "search": {"method": "rfc2544", "pdr_loss_ratio": None, "relative_width": 0.2, "min_rate_pps": 2000,
+                   "max_rate_pps": 8000, "final_trial_duration_s": 0.3, "initial_trial_duration_s": 0.3,
+                   "duration_sum_s": 0.3}})
+    rec = tmp_path / "a.jsonl"
+    run_experiment(params, rec, progress=False)
+    s = results.searches_frame(rec)
+    assert list(s["model"]) == ["macvlan"]
+    nr = dict(zip(results.not_realizable_frame(rec)["model"], results.not_realizable_frame(rec)["reason"]))
+    assert set(nr) == {"sriov", "ovs-dpdk-vhost"} and all("on this cluster" in r for r in nr.values())
+    prov = read_records(rec)[0]["provenance"]
+    assert prov["lab"]["lab_kind"] == "kubernetes" and prov["lab"]["server_version"] == "v1.37.2"
+    assert prov["lab"]["kubelet"]["cpuManagerPolicy"] == "static"
+    _nothing_left(cluster)
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+def test_the_cli_runs_a_trial_on_the_lab_a_profile_names(cluster, clean_host, tmp_path):
+    profile = tmp_path / "lab.k8s.yaml"
+    profile.write_text(yaml.safe_dump(_lab_params(cluster).model_dump(exclude_none=True)))
+    out = nfvlab_cli("trial", "--lab-profile", str(profile), "--model", "smartnic-direct", "--rate-pps", "3000",
+                     "--duration-s", "0.5", "--json", timeout=120)
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    assert [x["received_packets"] for x in d["directions"]] == [1500, 1500]
+    assert d["extra"]["model"] == "smartnic-direct"
+    _nothing_left(cluster)
