@@ -508,6 +508,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     from nfvlab.traffic import GeneratorError
 
     a = _build_parser().parse_args(argv)
+    from nfvlab.system.hostlock import lock_wait_s
+
+    try:
+        lock_wait_s()  # a bad value is an input error now, not after a lab was built
+    except ValueError as err:
+        print(f"nfvlab: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     handler = {"lab": cmd_lab, "trial": cmd_trial, "search": cmd_search,
                "calibrate": cmd_calibrate, "analyze": cmd_analyze, "figures": cmd_figures}[a.cmd]
     try:

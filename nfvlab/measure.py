@@ -10,6 +10,7 @@ what the lab cannot realize is asked of the backend (``backend.check``).
 """
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional
 
@@ -24,6 +25,8 @@ from nfvlab.traffic.select import generator_for
 from nfvlab.trial import GeneratorMeasurer, TrialResult
 
 OnTrial = Callable[[TrialResult], None]
+#: Longest trial accepted, seconds (a day: beyond that counters and schedules stop making sense).
+MAX_DURATION_S = 86_400.0
 
 
 class InputError(ValueError):
@@ -42,13 +45,13 @@ def check_inputs(frame_size: FrameSize, *, port_speed: str, mtu: int,
         raise InputError(f"--frame-size {largest}: above the path MTU ({mtu} B + 18 B of header/FCS)")
     line = linerate.max_pps(port_speed, frame_size)
     for r in rates_pps:
-        if not r > 0:
-            raise InputError(f"--rate-pps {r:g}: must be above 0")
+        if not (r > 0 and math.isfinite(r)):
+            raise InputError(f"--rate-pps {r:g}: must be above 0 and finite")
         if r > line:
             raise InputError(f"--rate-pps {r:g}: above the {port_speed} line rate at {frame_size} B "
                              f"({line:,.0f} pps)")
-    if duration_s is not None and not duration_s > 0:
-        raise InputError(f"--duration-s {duration_s:g}: must be above 0")
+    if duration_s is not None and not (0 < duration_s <= MAX_DURATION_S):
+        raise InputError(f"--duration-s {duration_s:g}: must be above 0 and at most {MAX_DURATION_S:g} s")
 
 
 def check_scenario(backend, scenario: Scenario, frame_sizes, *, port_speed: str,

@@ -27,6 +27,9 @@ def with_arg(args, key, value):
         (with_arg(TRIAL, "--rate-pps", "-5"), "must be above 0"),
         (with_arg(TRIAL, "--rate-pps", "20000000"), "above the 10GbE line rate at 64 B"),
         (with_arg(TRIAL, "--duration-s", "0"), "--duration-s 0: must be above 0"),
+        (with_arg(TRIAL, "--duration-s", "inf"), "--duration-s inf: must be above 0 and at most 86400 s"),
+        (with_arg(TRIAL, "--rate-pps", "nan"), "--rate-pps nan: must be above 0 and finite"),
+        (with_arg(TRIAL, "--model", ""), "--model: unknown model ''"),
         (with_arg(TRIAL, "--model", "flannel-vxlan"), "unknown model 'flannel-vxlan'"),
         (with_arg(TRIAL, "--model", "sriov"), "real lab only"),
         (with_arg(TRIAL, "--model", "vpp"), "real lab only"),
@@ -134,3 +137,13 @@ def test_search_on_external_ports_prints_ndr_json(clean_host, external_dut):
     assert len(d["trials"]) == d["results"][0]["n_trials"] >= 3
     assert all(t["directions"][0]["tx_port"] == pa for t in d["trials"])
     assert lab_residue() == NO_RESIDUE  # external ports: no lab was built
+
+
+@pytest.mark.parametrize("value", ["abc", "nan", "inf", "-1"])
+def test_a_bad_lock_wait_is_one_line_before_anything(value):
+    import os
+
+    out = subprocess.run([str(REPO / ".venv/bin/nfvlab"), "lab", "status"], capture_output=True, text=True,
+                         env={**os.environ, "NFVLAB_LOCK_WAIT_S": value})
+    assert out.returncode == 2 and out.stderr.strip() == (
+        f"nfvlab: error: NFVLAB_LOCK_WAIT_S={value!r}: give seconds to wait for the lab lock, 0..86400")

@@ -39,6 +39,18 @@ def process_start_time(pid: int) -> Optional[int]:
     return st[1] if st else None
 
 
+def lock_wait_s() -> float:
+    """``$NFVLAB_LOCK_WAIT_S``: seconds to wait for the lock (0..86400); ValueError naming it otherwise."""
+    text = os.environ.get("NFVLAB_LOCK_WAIT_S", "").strip() or "0"
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 86_400:  # also refuses nan and inf
+        raise ValueError(f"NFVLAB_LOCK_WAIT_S={text!r}: give seconds to wait for the lab lock, 0..86400")
+    return value
+
+
 class HostLock:
     """Exclusive, non-blocking, released by the kernel when the holder dies."""
 
@@ -51,7 +63,7 @@ class HostLock:
         path = run_dir() / "lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         # NFVLAB_LOCK_WAIT_S: wait that long for the lock instead of failing at once.
-        wait_s = float(os.environ.get("NFVLAB_LOCK_WAIT_S", "0") or 0)
+        wait_s = lock_wait_s()
         deadline = time.monotonic() + wait_s
         try:
             while True:
