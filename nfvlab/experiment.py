@@ -11,19 +11,23 @@ the reason, never as a number. Input problems are found before any lab exists.
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional, Union
-
+import hashlib
+import json
+import os
 import sys
 import time
-from typing import TextIO
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, TextIO, Union
 
 from nfvlab import labs, measure
 from nfvlab.calibrate import Calibration
 from nfvlab.params import ExperimentParams
-from nfvlab.records import RecordWriter
+from nfvlab.provenance import code_digest
+from nfvlab.records import RecordWriter, read_records
 from nfvlab.scenario import DensityCell, Resources, Scenario
 from nfvlab.search import SearchError
+from nfvlab.system.hostlock import HostLock
 from nfvlab.traffic.select import identity_for
 from nfvlab.trial import run_trial
 
@@ -73,15 +77,22 @@ def check(params: ExperimentParams, backend=None) -> None:
 
 
 def run_experiment(params: ExperimentParams, records: Union[str, Path], *, backend=None,
-                   progress: bool = True, source: Optional[str] = None) -> str:
+                   progress: bool = True, source: Optional[str] = None, resume: Optional[bool] = None) -> str:
     """Measure every scenario of ``params`` on ``backend``; append records; return the run id.
 
     ``backend`` defaults to the one the lab profile names (:func:`nfvlab.labs.backend_for`).
+    Resume: when the records' last run with the same params and code (:func:`fingerprint`)
+    was interrupted, it is continued under its run id and only the searches it had not
+    finished are measured (``resume=False``, or ``NFVLAB_FRESH_RUN=1`` in the environment for
+    the pipeline and notebooks: always a fresh run). The host lock is taken
+    before anything is recorded, so a refused run writes nothing.
     Labels: those of :meth:`Scenario.labels` and ``repetition`` on every record,
     ``purpose`` (``search`` or ``latency``) on trials (whose frame size is in
     the result), ``frame_size`` and ``goal`` on search results. A scenario the
     lab cannot realize gets one ``not-realizable`` note with the reason.
     """
+    if resume is None:
+        resume = os.environ.get("NFVLAB_FRESH_RUN", "") not in ("1", "yes", "true")
     backend = backend or labs.backend_for(params.lab)
     check(params, backend)
     grid = scenarios(params)
@@ -91,25 +102,85 @@ def run_experiment(params: ExperimentParams, records: Union[str, Path], *, backe
     identity = identity_for(params.lab.generator)
     entry = calibration.entry(identity)
     dump = params.model_dump()
+    dump["fingerprint"] = fingerprint(dump)
     if source:
         dump["source"] = source
     prov_extra = {"lab": backend.describe(),
                   "generator": {"identity": identity, "calibration_file": str(calibration.path),
                                 "ceilings": (entry or {}).get("ceilings")}}
-    with RecordWriter(records, params.experiment, dump, extra_provenance=prov_extra) as rec:
-        for sc in grid:
-            if why[sc]:
-                rec.note(f"not realizable: {why[sc][0]}", kind="not-realizable", **sc.labels())
-        total = len(runnable) * params.repetitions * len(params.traffic.frame_sizes)
-        bar = Progress(params.experiment, total, enabled=progress)
-        bar.note(f"{len(runnable)} of {len(grid)} configurations realizable on this {backend.kind} lab, "
-                 f"{params.repetitions} repetition(s), {len(params.traffic.frame_sizes)} frame size(s): "
-                 f"{total} searches")
-        for rep in range(params.repetitions):
-            for sc in runnable:
-                _measure(params, backend, calibration, sc, rep, rec, bar)
-        bar.note(f"done: {bar.done} searches, {bar.trials} trials in {_duration(time.monotonic() - bar.t0)}")
-        return rec.run_id
+    # The run holds the host lock from here: a busy lab refuses it before a record is written.
+    with HostLock(f"experiment {params.experiment}", for_run=True):
+        previous = interrupted_run(records, dump["fingerprint"]) if resume else None
+        with RecordWriter(records, params.experiment, dump, extra_provenance=prov_extra,
+                          run_id=previous.run_id if previous else None, resumed=previous is not None,
+                          first_seq=previous.trials if previous else 0) as rec:
+            if previous is None:
+                for sc in grid:
+                    if why[sc]:
+                        rec.note(f"not realizable: {why[sc][0]}", kind="not-realizable", **sc.labels())
+            done = previous.done if previous else set()
+            todo = [(rep, sc, fs) for rep in range(params.repetitions) for sc in runnable
+                    for fs in params.traffic.frame_sizes if _key(sc.labels(), fs, rep) not in done]
+            total = len(runnable) * params.repetitions * len(params.traffic.frame_sizes)
+            bar = Progress(params.experiment, len(todo), enabled=progress)
+            bar.note(f"{len(runnable)} of {len(grid)} configurations realizable on this {backend.kind} lab, "
+                     f"{params.repetitions} repetition(s), {len(params.traffic.frame_sizes)} frame size(s): "
+                     f"{total} searches" + (f"; resuming run {previous.run_id}: {total - len(todo)} done, "
+                                            f"{len(todo)} to go" if previous else ""))
+            for rep in range(params.repetitions):
+                for sc in runnable:
+                    sizes = [fs for r, s, fs in todo if r == rep and s == sc]
+                    if sizes:
+                        _measure(params, backend, calibration, sc, rep, rec, bar, sizes)
+            bar.note(f"done: {bar.done} searches, {bar.trials} trials in "
+                     f"{_duration(time.monotonic() - bar.t0)}")
+            return rec.run_id
+
+
+def fingerprint(dump: dict) -> str:
+    """What makes two runs the same measurement: the params (without ``source``) and nfvlab's code."""
+    data = json.dumps({k: v for k, v in dump.items() if k not in ("source", "fingerprint")}, sort_keys=True,
+                      default=str)
+    return hashlib.sha256((data + code_digest()).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """The last unfinished run of a records file with the same fingerprint."""
+
+    run_id: str
+    done: frozenset
+    """Keys (:func:`_key`) of the searches it finished (a result or a failed search recorded)."""
+    trials: int
+    """Trials it recorded (the resumed part numbers its trials on from there)."""
+
+
+def _key(labels: dict, frame_size, repetition) -> tuple:
+    return (tuple(sorted((k, v) for k, v in labels.items() if k not in ("frame_size", "repetition", "kind",
+                                                                     "goal", "purpose"))),
+            str(frame_size), int(repetition))
+
+
+def interrupted_run(records: Union[str, Path], fp: str) -> Optional[Interrupted]:
+    """The last run of ``records`` with fingerprint ``fp`` that did not complete (None: none)."""
+    path = Path(records)
+    if not path.exists():
+        return None
+    by_run: dict[str, list[dict]] = {}
+    for r in read_records(path):
+        by_run.setdefault(r["run_id"], []).append(r)
+    for run_id in reversed(list(by_run)):
+        recs = by_run[run_id]
+        first = next((r for r in recs if r["type"] == "run"), None)
+        if first is None or (first.get("params") or {}).get("fingerprint") != fp:
+            continue
+        if any(r["type"] == "end" and r.get("status") == "completed" for r in recs):
+            return None  # the latest such run completed: a re-run is a new run
+        done = {_key(r["labels"], r["labels"].get("frame_size"), r["labels"].get("repetition", 0))
+                for r in recs if r["type"] == "search"
+                or (r["type"] == "note" and r["labels"].get("kind") == "search-failed")}
+        return Interrupted(run_id, frozenset(done), sum(1 for r in recs if r["type"] == "trial"))
+    return None
 
 
 def _duration(seconds: float) -> str:
@@ -147,10 +218,10 @@ class Progress:
 
 
 def _measure(params: ExperimentParams, backend, calibration: Calibration, scenario: Scenario, rep: int,
-             rec: RecordWriter, bar) -> None:
+             rec: RecordWriter, bar, frame_sizes) -> None:
     cl = scenario.labels()
     with measure.bench(backend, params.lab.generator, scenario, params.traffic) as (session, gen):
-        for fs in params.traffic.frame_sizes:
+        for fs in frame_sizes:
             labels = {**cl, "frame_size": fs, "repetition": rep}
             knobs = str(scenario.resources)
             what = f"{scenario.label}{'' if knobs == 'default resources' else f' ({knobs})'} {fs} B rep {rep}"

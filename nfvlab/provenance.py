@@ -193,6 +193,15 @@ def _copy_params(params: Any) -> Any:
         return params
 
 
+def code_digest() -> str:
+    """SHA-256 (16 hex digits) of nfvlab's own sources (Python, C, BPF): what a run's code was."""
+    h = hashlib.sha256()
+    for p in sorted(_PACKAGE_DIR.rglob("*")):
+        if p.suffix in (".py", ".c", ".h") and "__pycache__" not in p.parts:
+            h.update(str(p.relative_to(_PACKAGE_DIR)).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def collect(params: dict | None = None) -> dict:
     """Gather provenance of a run; never raises, a missing piece is ``None``.
 

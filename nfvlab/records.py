@@ -144,6 +144,11 @@ class RecordWriter:
     extra_provenance : dict, optional
         Merged into the provenance (e.g. ``lab``: the backend's facts,
         ``generator``: its identity and calibrated ceilings).
+    resumed : bool
+        This continues the interrupted run ``run_id``: its ``run`` record says
+        ``"resumed": true`` and readers treat both parts as one run.
+    first_seq : int
+        ``seq`` of the first trial (the trials the interrupted part recorded).
 
     Notes
     -----
@@ -162,6 +167,8 @@ class RecordWriter:
         *,
         run_id: Optional[str] = None,
         extra_provenance: Optional[dict] = None,
+        resumed: bool = False,
+        first_seq: int = 0,
     ) -> None:
         self.path = Path(path)
         self.experiment = experiment
@@ -172,7 +179,8 @@ class RecordWriter:
             provenance = collect(self.params)
         self.provenance = {**provenance, **(extra_provenance or {})}
         self.run_id = run_id or new_run_id()
-        self.trials = 0
+        self.resumed = resumed
+        self.trials = first_seq
         self._fd: Optional[int] = None
         self._ended = False
 
@@ -222,6 +230,7 @@ class RecordWriter:
                     "started_at": utc_now(),
                     "params": self.params,
                     "provenance": self.provenance,
+                    **({"resumed": True} if self.resumed else {}),
                 }
             )
         except BaseException:

@@ -124,3 +124,66 @@ def test_progress_lines_count_estimate_and_stay_one_line_each():
     line = out.getvalue().strip()
     assert line.startswith("x: 1/4 macvlan 64 B rep 0: ndr 1 pps; 3 trials, elapsed ")
     assert line.endswith(" left") and "\r" not in line and "\n" not in line
+
+
+class InterruptedLab(KnownCapacityLab):
+    """Ctrl-C when the ``n``-th lab opens (after the earlier ones were measured)."""
+
+    def __init__(self, capacity_pps, n):
+        super().__init__(capacity_pps)
+        self.n = n
+
+    @contextmanager
+    def open(self, scenario, **kw):
+        if len(self.opened) + 1 == self.n:
+            raise KeyboardInterrupt
+        with super().open(scenario, **kw) as s:
+            yield s
+
+
+RESUMABLE = {**TINY, "models": ["macvlan", "smartnic-direct"], "repetitions": 1,
+             "search": {**TINY["search"], "relative_width": 0.1}}
+
+
+@pytest.mark.lab
+def test_an_interrupted_experiment_resumes_measuring_only_what_is_missing(clean_host, tmp_path):
+    rec = tmp_path / "raw.jsonl"
+    params = P.validate(P.ExperimentParams, RESUMABLE)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(params, rec, backend=InterruptedLab(CAPACITY_PPS, 2), progress=False)
+    first = read_records(rec)
+    assert [r["status"] for r in first if r["type"] == "end"] == ["interrupted"]
+    again = KnownCapacityLab(CAPACITY_PPS)
+    run_id = run_experiment(params, rec, backend=again, progress=False)
+    assert again.opened == ["smartnic-direct"]  # macvlan was done before the Ctrl-C
+    assert run_id == first[0]["run_id"]
+    s = R.searches_frame(rec)  # one run: both parts together
+    assert sorted(s["model"]) == ["macvlan", "smartnic-direct"] and set(s["run_id"]) == {run_id}
+    seqs = [r["seq"] for r in read_records(rec) if r["type"] == "trial"]
+    assert seqs == list(range(len(seqs)))  # the resumed part numbers its trials on
+    fresh = KnownCapacityLab(CAPACITY_PPS)
+    assert run_experiment(params, rec, backend=fresh, progress=False) != run_id  # completed: a new run
+    assert fresh.opened == ["macvlan", "smartnic-direct"]
+    assert lab_residue() == NO_RESIDUE
+
+
+@pytest.mark.lab
+def test_a_refused_run_writes_nothing(clean_host, tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", "import time\nfrom nfvlab.system.hostlock import HostLock\n"
+                               "with HostLock('someone else'):\n    print('held', flush=True)\n    time.sleep(30)"],
+                              stdout=subprocess.PIPE, text=True)
+    monkeypatch.setenv("NFVLAB_LOCK_WAIT_S", "0")
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        from nfvlab.system.hostlock import LabBusy
+
+        with pytest.raises(LabBusy, match="someone else"):
+            run_experiment(P.validate(P.ExperimentParams, RESUMABLE), tmp_path / "raw.jsonl",
+                           backend=KnownCapacityLab(CAPACITY_PPS), progress=False)
+        assert not (tmp_path / "raw.jsonl").exists()
+    finally:
+        holder.kill()
+        holder.wait()

@@ -52,13 +52,29 @@ def lock_wait_s() -> float:
 
 
 class HostLock:
-    """Exclusive, non-blocking, released by the kernel when the holder dies."""
+    """Exclusive, non-blocking, released by the kernel when the holder dies.
 
-    def __init__(self, purpose: str) -> None:
+    ``HostLock(purpose, for_run=True)`` is held by a whole run (an experiment):
+    while it is held, the labs that run opens in this process take it as theirs
+    (their own ``HostLock`` is a no-op), so the lock is checked once, before the
+    run writes anything. Outside such a run, two labs of one process conflict
+    like two processes do.
+    """
+
+    _run_holder: Optional["HostLock"] = None
+    _run_pid: Optional[int] = None
+
+    def __init__(self, purpose: str, *, for_run: bool = False) -> None:
         self.purpose = purpose
+        self.for_run = for_run
         self._fd: Optional[int] = None
+        self._nested = False
 
     def __enter__(self) -> "HostLock":
+        held = HostLock._run_holder is not None and HostLock._run_pid == os.getpid()
+        if held:
+            self._nested = True  # the run around us holds it
+            return self
         run_dir().mkdir(parents=True, exist_ok=True)
         path = run_dir() / "lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -85,9 +101,16 @@ class HostLock:
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}: {self.purpose}".encode())
         self._fd = fd
+        if self.for_run:
+            HostLock._run_holder, HostLock._run_pid = self, os.getpid()
         return self
 
     def __exit__(self, *exc) -> None:
+        if self._nested:
+            self._nested = False
+            return
+        if HostLock._run_holder is self:
+            HostLock._run_holder, HostLock._run_pid = None, None
         if self._fd is not None:
             os.ftruncate(self._fd, 0)
             fcntl.flock(self._fd, fcntl.LOCK_UN)
