@@ -51,8 +51,35 @@ CAPTIONS = {
     "combination": "Throughput per model and frame size at NUMA s1 (this host; draft Figure 16 beside)",
     "numa": "Throughput per NUMA scenario at 1518 B (this host; draft Figure 17 beside)",
     "mrr": "MRR matrix cells (this host; density note cells and core usage beside)",
-    "claims": "The draft's claims on this host (holds: True / False / empty = not testable)",
+    "claims": "The draft's claims on this host (verdict: holds / contradicted / inconclusive / not testable, "
+              "with the deciding pair's test, Holm-adjusted p, effect size and n)",
 }
+#: Where experiment A's tables of the Kubernetes lab live (the ``analysis_kubernetes`` stage).
+KUBERNETES_A = "experiment_a_kubernetes"
+
+
+def two_labs(tables_dir: PathLike = "data/tables") -> Optional[pd.DataFrame]:
+    """Experiment A on the embedded lab and on the Kubernetes lab, side by side.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        ``model``, ``frame_size``, then per lab (``embedded_``, ``kubernetes_``):
+        ``status``, ``n``, ``mean_pps``, ``ci_low_pps``, ``ci_high_pps``; and
+        ``kubernetes_vs_embedded`` (ratio of the means, where both were measured).
+        None when either table is missing.
+    """
+    base = Path(tables_dir)
+    paths = {"embedded": _own_dir(base, "a") / "experiment_a_throughput.csv",
+             "kubernetes": base / KUBERNETES_A / "experiment_a_throughput.csv"}
+    if not all(p.exists() for p in paths.values()):
+        return None
+    cols = ["status", "n", "mean_pps", "ci_low_pps", "ci_high_pps"]
+    frames = [_read(p)[["model", "frame_size", *cols]].rename(columns={c: f"{lab}_{c}" for c in cols})
+              for lab, p in paths.items()]
+    both = frames[0].merge(frames[1], on=["model", "frame_size"], how="outer")
+    both["kubernetes_vs_embedded"] = both["kubernetes_mean_pps"] / both["embedded_mean_pps"]
+    return both
 
 
 class Section(NamedTuple):
@@ -131,4 +158,13 @@ def sections(tables_dir: PathLike = "data/tables", figures_dir: PathLike = "figu
                    None, ref)]
     for letter in EXPERIMENTS:
         out += experiment_sections(letter, tables_dir, figures_dir)
+        if letter == "a":
+            both = two_labs(tables_dir)
+            out.append(Section(
+                "Experiment A on two labs: the embedded lab and real Kubernetes pods",
+                "The same scenarios and params, realized as network namespaces (embedded lab) and as "
+                "pods with Multus secondary networks on a single-node Kubernetes cluster on this host, "
+                "with the same generator (`docs/kubernetes.md`). Models a lab cannot realize say why."
+                if both is not None else "*Not run yet*: the `experiment_kubernetes` and "
+                "`analysis_kubernetes` stages write `data/tables/experiment_a_kubernetes/`.", both, []))
     return out

@@ -25,11 +25,13 @@ ENTRIES = {
     "reference_figures": ["nfvlab.plots.reference"],
     "calibration": ["nfvlab.calibrate", "nfvlab.labs"],
     "experiment": None,  # the experiment notebooks' own imports
+    "experiment_kubernetes": None,
     "analysis": ["nfvlab.analysis"],
+    "analysis_kubernetes": ["nfvlab.analysis"],
     "report": ["nfvlab.report"],
 }
 #: Stages run through the CLI also depend on it (but not on everything it could import).
-CLI_STAGES = {"reference_figures", "calibration", "analysis"}
+CLI_STAGES = {"reference_figures", "calibration", "analysis", "analysis_kubernetes"}
 #: Package data a module reads (C and BPF sources it compiles), as repository paths.
 DATA = {
     "nfvlab.traffic.embedded.binary": ["nfvlab/traffic/embedded/nfvlab_gen.c"],

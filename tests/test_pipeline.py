@@ -17,8 +17,9 @@ sys.path.insert(0, str(REPO / "scripts"))
 import code_deps  # noqa: E402
 
 DVC = str(Path(sys.executable).with_name("dvc"))
-EXPERIMENTS = {f"experiment@{x}" for x in "abcd"}
-ANALYSES = {f"analysis@{x}" for x in "abcd"}
+MEASURE = {f"experiment@{x}" for x in "abcd"}
+EXPERIMENTS = MEASURE | {"experiment_kubernetes"}  # A again, on the Kubernetes lab
+ANALYSES = {f"analysis@{x}" for x in "abcd"} | {"analysis_kubernetes"}
 
 
 def test_every_stage_lists_the_import_closure_of_its_code():
@@ -88,6 +89,8 @@ def _append(text):
     ("nfvlab/report.py", {"report"}),
     ("nfvlab/plots/heatmap.py", ANALYSES | EXPERIMENTS | {"report", "reference_figures"}),
     ("notebooks/experiment_c.ipynb", {"experiment@c"}),
+    ("notebooks/experiment_a.ipynb", {"experiment@a", "experiment_kubernetes"}),
+    ("scripts/k8s/experiment.py", {"experiment_kubernetes"}),
 ])
 def test_editing_code_makes_exactly_the_stages_that_use_it_stale(scratch, path, expected):
     edit = _append("\n// edited\n" if path.endswith(".c") else "\n# edited\n")
@@ -108,7 +111,8 @@ def test_editing_params_makes_exactly_the_stages_that_read_them_stale(scratch):
     def faster_ports(p):
         p.write_text(p.read_text().replace("port_speed: 10GbE", "port_speed: 25GbE"))
 
-    assert _delta(scratch, "params/lab.yaml", faster_ports) == EXPERIMENTS | {"calibration"}
+    assert _delta(scratch, "params/lab.yaml", faster_ports) == MEASURE | {"calibration"}
+    assert _delta(scratch, "params/lab.kubernetes.yaml", faster_ports) == {"experiment_kubernetes"}
     def longer(p):
         p.write_text(p.read_text().replace("duration_s: 1.0", "duration_s: 2.0"))
 

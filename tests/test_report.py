@@ -60,3 +60,25 @@ def test_notebook_runs_and_renders_html_without_code(outputs, tmp_path):
     assert "data:image/png;base64," in html
     assert "Not run yet" in html  # experiment A
     assert "report.sections" not in html and "display(Markdown" not in html
+
+
+def test_two_labs_table_puts_the_same_scenarios_side_by_side(tmp_path):
+    from test_analysis import write
+
+    for sub, caps in (("experiment_a", {"macvlan": 100_000, "smartnic-direct": 120_000}),
+                      ("experiment_a_kubernetes", {"macvlan": 90_000})):
+        rec = tmp_path / f"{sub}.jsonl"
+        write(rec, caps, not_realizable=[("smartnic-direct", "on this cluster: no free NIC")]
+              if sub.endswith("kubernetes") else ())
+        analysis.write_experiment("a", rec, ["macvlan", "smartnic-direct"], tmp_path / "tables" / sub,
+                                  tmp_path / "figures" / sub, tmp_path / f"{sub}.json")
+    both = report.two_labs(tmp_path / "tables")
+    mv = both[both["model"] == "macvlan"].iloc[0]
+    assert mv["kubernetes_vs_embedded"] == pytest.approx(0.9, rel=0.01)
+    sd = both[both["model"] == "smartnic-direct"].iloc[0]
+    assert sd["embedded_status"] == "measured" and sd["kubernetes_status"].startswith("not realizable: on this")
+    assert sd["kubernetes_vs_embedded"] != sd["kubernetes_vs_embedded"]  # NaN: nothing to compare
+    secs = report.sections(tmp_path / "tables", tmp_path / "figures")
+    two = next(s for s in secs if s.title.startswith("Experiment A on two labs"))
+    assert two.table is not None and len(two.table) == 2
+    assert report.two_labs(tmp_path / "nowhere") is None

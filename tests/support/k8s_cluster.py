@@ -1205,12 +1205,31 @@ current-context: nfvlab
             self._release()
 
 
+def _with_nad_crd(k8s: "LocalCluster") -> None:
+    """Install Multus' NetworkAttachmentDefinition CRD and wait until it is served."""
+    from kubernetes import client, utils
+
+    utils.create_from_dict(k8s.api_client(), nad_crd_manifest())
+    ext = client.ApiextensionsV1Api(k8s.api_client())
+    for _ in range(100):
+        crd = ext.read_custom_resource_definition("network-attachment-definitions.k8s.cni.cncf.io")
+        if any(c.type == "Established" and c.status == "True" for c in (crd.status.conditions or [])):
+            return
+        time.sleep(0.1)
+
+
 def main(argv: Optional[list] = None) -> int:
-    """python3 tests/support/k8s_cluster.py {up|clean|status}"""
+    """python3 tests/support/k8s_cluster.py {up|run -- CMD ...|clean|status}
+
+    ``up`` keeps a cluster (with the NAD CRD) until Ctrl-C; ``run`` starts one, runs CMD,
+    stops it and exits with CMD's status. Neither holds the host lab lock: nfvlab's
+    Kubernetes lab takes it for each run (``params/lab.kubernetes.yaml`` fits this cluster).
+    """
     import argparse
     ap = argparse.ArgumentParser(prog="k8s_cluster.py", description=main.__doc__)
-    ap.add_argument("command", choices=("up", "clean", "status"))
+    ap.add_argument("command", choices=("up", "run", "clean", "status"))
     ap.add_argument("--hugepages-2m", type=int, default=0)
+    ap.add_argument("cmd", nargs=argparse.REMAINDER, help="with run: the command (after --)")
     args = ap.parse_args(argv)
     if args.command == "clean":
         print("cleaned" if clean_leftovers() else "nothing to clean")
@@ -1220,7 +1239,13 @@ def main(argv: Optional[list] = None) -> int:
                           "state_file": str(state_file()) if state_file().exists() else None},
                          indent=1))
         return 0
-    with LocalCluster(hugepages_2m=args.hugepages_2m) as k8s:
+    cmd = [c for c in args.cmd if c != "--"] if args.cmd[:1] == ["--"] else list(args.cmd)
+    if args.command == "run" and not cmd:
+        ap.error("run: give the command after --")
+    with LocalCluster(hugepages_2m=args.hugepages_2m, lock=False) as k8s:
+        _with_nad_crd(k8s)
+        if args.command == "run":
+            return subprocess.run(cmd, env={**os.environ, "KUBECONFIG": str(k8s.kubeconfig)}).returncode
         print(f"cluster up: KUBECONFIG={k8s.kubeconfig} node={k8s.node_name} api={k8s.api_url}; "
               "Ctrl-C to stop", flush=True)
         try:
