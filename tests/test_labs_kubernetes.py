@@ -55,7 +55,7 @@ def test_every_rendered_manifest_passes_strict_validation(model, resources):
         assert objects[1]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"] == kp.sriov_resource
     nets = json.loads(pod["metadata"]["annotations"][render.NETWORKS_ANNOTATION])
     assert [n["interface"] for n in nets] == ["eth1", "eth2"]
-    assert pod["spec"]["nodeName"] == "worker-1"
+    assert pod["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "worker-1"}
 
 
 def test_the_pod_routes_towards_the_generator_ports_in_the_benchmarking_range():

@@ -130,7 +130,10 @@ def pod(scenario: Scenario, params: KubernetesParams, run_id: str, tg_macs: list
     if mounts:
         container["volumeMounts"] = mounts
     spec: dict = {
-        "nodeName": params.node, "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+        # A node selector, not nodeName: the scheduler admits the pod or says why not
+        # (e.g. "Insufficient intel.com/intel_sriov_netdevice").
+        "nodeSelector": {"kubernetes.io/hostname": params.node},
+        "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
         "automountServiceAccountToken": False,
         "securityContext": {"sysctls": [{"name": "net.ipv4.ip_forward", "value": "1"}]},
         "containers": [container],
