@@ -291,3 +291,106 @@ def test_the_cli_runs_a_trial_on_the_lab_a_profile_names(cluster, clean_host, tm
     assert [x["received_packets"] for x in d["directions"]] == [1500, 1500]
     assert d["extra"]["model"] == "smartnic-direct"
     _nothing_left(cluster)
+
+
+# ------------------------------------------------------------------ simulated nodes (kwok)
+SIM_NODE = "sim-worker"
+#: Allocatable of a node like the draft's testbed worker (Intel Xeon, XL710 VFs, hugepages).
+SIM_ALLOCATABLE = {"cpu": "32", "memory": "128Gi", "pods": "110", "hugepages-2Mi": "4Gi",
+                   "intel.com/intel_sriov_netdevice": "8", "afxdp/myPool": "4"}
+
+
+@pytest.fixture
+def sim_node(cluster, tmp_path):
+    """A kwok-simulated worker with SR-IOV VFs: the real scheduler places pods on it, kwok fakes them."""
+    from kubernetes import client
+
+    from support import k8s_cluster as kc
+
+    stage = kc.binaries_dir() / "bin" / "kwok-stage"
+    configs = [stage / "node/fast/node-initialize.yaml", stage / "node/heartbeat/node-heartbeat.yaml",
+               stage / "pod/fast/pod-ready.yaml", stage / "pod/fast/pod-complete.yaml",
+               stage / "pod/fast/pod-delete.yaml"]
+    log = open(tmp_path / "kwok.log", "w")
+    proc = subprocess.Popen([str(kc.binaries_dir() / "bin" / "kwok"), f"--kubeconfig={cluster.kubeconfig}",
+                             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                             "--cidr=198.18.200.0/24", "--node-ip=198.18.201.1",
+                             *[f"--config={c}" for c in configs]], stdout=log, stderr=subprocess.STDOUT)
+    core = client.CoreV1Api(cluster.api_client())
+    node = {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": SIM_NODE, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                         "labels": {"kubernetes.io/hostname": SIM_NODE, "type": "kwok"}},
+            "spec": {"taints": [{"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}]},
+            "status": {"capacity": SIM_ALLOCATABLE, "allocatable": SIM_ALLOCATABLE}}
+    core.create_node(node)
+    try:
+        for _ in range(100):
+            conds = {c.type: c.status for c in core.read_node(SIM_NODE).status.conditions or []}
+            if conds.get("Ready") == "True":
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"kwok node not Ready: {(tmp_path / 'kwok.log').read_text()[-500:]}")
+        yield core
+    finally:
+        for ns in _namespaces(cluster):
+            core.delete_namespace(ns, grace_period_seconds=0)
+        core.delete_node(SIM_NODE)
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+
+
+def _simulated(objects):
+    """Tolerate the simulated node's taint (a real worker has none)."""
+    pod = objects[-1]
+    pod["spec"]["tolerations"] = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
+    return objects
+
+
+def _create(core, cluster, objects):
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(cluster.api_client())
+    for o in objects:
+        if o["kind"] == "Namespace":
+            core.create_namespace(o)
+        elif o["kind"] == "NetworkAttachmentDefinition":
+            custom.create_namespaced_custom_object("k8s.cni.cncf.io", "v1", o["metadata"]["namespace"],
+                                                   "network-attachment-definitions", o)
+        else:
+            core.create_namespaced_pod(o["metadata"]["namespace"], o)
+
+
+def _scheduled(core, ns, timeout_s=15.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pod = core.read_namespaced_pod("pod1", ns)
+        cond = {c.type: c for c in pod.status.conditions or []}.get("PodScheduled")
+        if cond is not None and (cond.status == "True" or cond.reason == "Unschedulable"):
+            return pod, cond
+        time.sleep(0.1)
+    pytest.fail("the scheduler did not decide")
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+def test_the_real_scheduler_admits_a_rendered_sriov_pod_on_a_node_with_vfs_and_refuses_too_many(
+        cluster, sim_node, clean_host):
+    kp = _lab_params(cluster).kubernetes.model_copy(update={"node": SIM_NODE})
+    assert kb.KubernetesLab(_lab_params(cluster, node=SIM_NODE)).check(
+        Scenario("sriov", Resources(pinning="exclusive", hugepages=True))) == [
+        "not realizable on this cluster: exclusive pinning needs the static CPU manager on sim-worker "
+        "(kubelet cpuManagerPolicy: not readable)"]  # a simulated node has no kubelet to ask
+    objects = _simulated(render.manifests(Scenario("sriov", Resources(hugepages=True)), kp, "51a0f1"))
+    _create(sim_node, cluster, objects)
+    pod, cond = _scheduled(sim_node, "nfvlab-51a0f1")
+    assert cond.status == "True" and pod.spec.node_name == SIM_NODE
+    greedy = _simulated(render.manifests(Scenario("sriov"), kp, "51a0f2"))
+    res = greedy[-1]["spec"]["containers"][0]["resources"]
+    res["requests"][kp.sriov_resource] = res["limits"][kp.sriov_resource] = "16"  # the node has 8 VFs
+    _create(sim_node, cluster, greedy)
+    _, cond = _scheduled(sim_node, "nfvlab-51a0f2")
+    assert cond.status == "False" and "Insufficient intel.com/intel_sriov_netdevice" in cond.message
+    pod = cluster.api_client().sanitize_for_serialization(sim_node.read_namespaced_pod("pod1", "nfvlab-51a0f2"))
+    assert "Insufficient intel.com/intel_sriov_netdevice" in kb._why_not_ready(sim_node, pod)
