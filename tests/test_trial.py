@@ -1,0 +1,59 @@
+"""A trial's arithmetic: unsent frames are loss, rates per direction, records round-trip."""
+import pytest
+
+from nfvlab.traffic.stats import DirectionStats, LatencyStats
+from nfvlab.trial import GeneratorMeasurer, TrialResult, run_trial
+
+
+def _dir(intended, sent, received, duration_s=2.0):
+    return DirectionStats(tx_port="a:0", rx_port="b:0", intended_packets=intended, sent_packets=sent,
+                          received_packets=received, duration_s=duration_s,
+                          latency=LatencyStats(probes_sent=10, probes_received=10, min_ns=1.0, avg_ns=2.0,
+                                               max_ns=3.0, p50_ns=2.0, p90_ns=2.5, p99_ns=3.0))
+
+
+def test_unsent_frames_count_as_loss_and_rates_are_per_direction():
+    r = TrialResult(rate_pps=1000.0, duration_s=2.0, frame_size=64,
+                    directions=(_dir(2000, 1900, 1900), _dir(2000, 2000, 1990)))
+    assert (r.intended_packets, r.sent_packets, r.received_packets) == (4000, 3900, 3890)
+    assert r.loss_ratio == pytest.approx(110 / 4000)  # 100 never sent + 10 dropped by the DUT
+    assert r.offered_rate_pps == pytest.approx(3900 / 2.0 / 2)
+    assert r.forwarding_rate_pps == pytest.approx(3890 / 2.0 / 2)
+
+
+def test_a_trial_record_round_trips():
+    r = TrialResult(rate_pps=500.0, duration_s=2.0, frame_size="IMIX", directions=(_dir(1000, 1000, 999),),
+                    started_at="2026-11-23T00:00:00.000+00:00", extra={"model": "macvlan"})
+    back = TrialResult.from_dict(r.to_dict())
+    assert back == r and back.loss_ratio == pytest.approx(0.001)
+
+
+class _Generator:
+    """A stand-in generator (no packets): it returns what a DUT of ``capacity_pps`` would let through."""
+
+    name = "stand-in"
+
+    def __init__(self, capacity_pps):
+        self.capacity_pps = capacity_pps
+        self.calls = []
+
+    def identity(self):
+        return {"name": self.name}
+
+    def describe(self):
+        return {}
+
+    def run(self, rate_pps, duration_s, frame_size, bidirectional=True):
+        self.calls.append((rate_pps, duration_s, frame_size, bidirectional))
+        n = round(rate_pps * duration_s)
+        got = min(n, round(self.capacity_pps * duration_s))
+        return tuple(_dir(n, n, got, duration_s) for _ in range(2 if bidirectional else 1))
+
+
+def test_run_trial_and_the_measurer_pass_everything_through_and_label_the_generator():
+    gen = _Generator(capacity_pps=800)
+    r = run_trial(gen, 1000, 1.0, 128, bidirectional=False, extra={"model": "x"})
+    assert gen.calls == [(1000, 1.0, 128, False)] and r.loss_ratio == pytest.approx(0.2)
+    assert r.extra == {"generator": "stand-in", "model": "x"} and r.started_at
+    m = GeneratorMeasurer(gen, 64, bidirectional=True)
+    assert len(m(500, 0.5).directions) == 2 and gen.calls[-1] == (500, 0.5, 64, True)
