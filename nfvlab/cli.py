@@ -329,7 +329,9 @@ def cmd_trial(a) -> int:
             lat = x.latency
             p = (lambda v: "-" if v is None else f"{v / 1000:.1f}")
             print(f"{x.tx_port} -> {x.rx_port}: intended {x.intended_packets} sent {x.sent_packets} "
-                  f"received {x.received_packets} (offered {x.offered_rate_pps:,.0f} pps); latency us "
+                  f"received {x.received_packets} (offered {x.offered_rate_pps:,.0f} pps; "
+                  f"foreign {getattr(x, 'foreign_packets', 0) or 0}, duplicates "
+                  f"{getattr(x, 'duplicate_packets', 0) or 0}); latency us "
                   f"min {p(lat.min_ns)} avg {p(lat.avg_ns)} p50 {p(lat.p50_ns)} p90 {p(lat.p90_ns)} "
                   f"p99 {p(lat.p99_ns)} max {p(lat.max_ns)}")
         print(f"loss ratio {result.loss_ratio:.6f}")

@@ -67,6 +67,8 @@ TRIAL_COLUMNS: tuple[str, ...] = (
     "sent_packets",
     "received_packets",
     "lost_packets",
+    "foreign_packets",
+    "duplicate_packets",
     "loss_ratio",
     "offered_rate_pps",
     "forwarding_rate_pps",
@@ -503,6 +505,9 @@ def trials_frame(paths: Union[PathLike, Iterable[PathLike]]) -> "pd.DataFrame":
                 "lost_packets": sum(
                     max(0, d["intended_packets"] - d["received_packets"]) for d in dirs
                 ),
+                # Frames without the trial's signature, and test frames seen twice (0 in older records).
+                "foreign_packets": sum(d.get("foreign_packets") or 0 for d in dirs),
+                "duplicate_packets": sum(d.get("duplicate_packets") or 0 for d in dirs),
                 "loss_ratio": res.get("loss_ratio"),
                 "offered_rate_pps": res.get("offered_rate_pps"),
                 "forwarding_rate_pps": res.get("forwarding_rate_pps"),
@@ -540,7 +545,7 @@ def trials_frame(paths: Union[PathLike, Iterable[PathLike]]) -> "pd.DataFrame":
     for col in ("time", "started_at"):
         df[col] = pd.to_datetime(df[col], utc=True, errors="coerce", format="ISO8601")
     for col in ("seq", "directions", "intended_packets", "sent_packets", "received_packets",
-                "lost_packets", "probes_sent", "probes_received"):
+                "lost_packets", "foreign_packets", "duplicate_packets", "probes_sent", "probes_received"):
         if not df[col].isna().any():
             df[col] = df[col].astype("int64")
     for col in ("rate_pps", "duration_s", "loss_ratio", "offered_rate_pps", "forwarding_rate_pps",

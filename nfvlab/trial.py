@@ -21,7 +21,9 @@ class TrialResult:
 
     ``rate_pps`` is the intended rate *per direction* (packets/s); counters are
     summed over the directions. ``loss_ratio`` is (intended - received) /
-    intended, so packets the generator could not send count as lost.
+    intended, so packets the generator could not send count as lost. Received
+    counts each test frame of the trial once; duplicates and foreign frames
+    (see :class:`~nfvlab.traffic.stats.DirectionStats`) are summed beside it.
     """
 
     rate_pps: float
@@ -48,8 +50,23 @@ class TrialResult:
         return sum(d.received_packets for d in self.directions)
 
     @property
+    def foreign_packets(self) -> int:
+        """Frames at the rx ports without the trial's signature (never received test frames)."""
+        return sum(d.foreign_packets or 0 for d in self.directions)
+
+    @property
+    def duplicate_packets(self) -> int:
+        """Extra copies of test frames already received (not part of received)."""
+        return sum(d.duplicate_packets or 0 for d in self.directions)
+
+    @property
     def loss_ratio(self) -> float:
-        """Fraction of intended packets not received, 0..1."""
+        """Fraction of intended packets not received, 0..1.
+
+        The floor at 0 only matters for a generator that overshoots (sends and
+        delivers more than intended, as TRex can: not loss for MLRsearch);
+        nfvlab-gen's counts keep received <= sent <= intended.
+        """
         intended = self.intended_packets
         if intended <= 0:
             return 0.0
@@ -73,6 +90,8 @@ class TrialResult:
             intended_packets=self.intended_packets,
             sent_packets=self.sent_packets,
             received_packets=self.received_packets,
+            foreign_packets=self.foreign_packets,
+            duplicate_packets=self.duplicate_packets,
             loss_ratio=self.loss_ratio,
             offered_rate_pps=self.offered_rate_pps,
             forwarding_rate_pps=self.forwarding_rate_pps,
@@ -90,6 +109,9 @@ class TrialResult:
                 received_packets=x["received_packets"],
                 duration_s=x["duration_s"],
                 latency=LatencyStats(**x["latency"]),
+                foreign_packets=x.get("foreign_packets", 0),
+                duplicate_packets=x.get("duplicate_packets", 0),
+                reordered_packets=x.get("reordered_packets", 0),
             )
             for x in d["directions"]
         )

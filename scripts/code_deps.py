@@ -34,7 +34,9 @@ ENTRIES = {
 CLI_STAGES = {"reference_figures", "calibration", "analysis", "analysis_kubernetes"}
 #: Package data a module reads (C and BPF sources it compiles), as repository paths.
 DATA = {
-    "nfvlab.traffic.embedded.binary": ["nfvlab/traffic/embedded/nfvlab_gen.c"],
+    "nfvlab.traffic.embedded.binary": ["nfvlab/traffic/embedded/nfvlab_gen.c",
+                                       "nfvlab/traffic/embedded/nfvlab_count.bpf.c",
+                                       "nfvlab/traffic/embedded/nfvlab_count.h"],
     "nfvlab.labs.embedded.bpf": ["nfvlab/labs/embedded/bpf_src"],
     "nfvlab.traffic.trex.generator": ["nfvlab/traffic/trex/worker.py"],  # run by the TRex venv's python
 }

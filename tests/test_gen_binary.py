@@ -2,7 +2,9 @@
 
 Every test gets a fresh pair of namespaces joined by one veth pair; IPv6 is off
 in them so the kernel sends nothing of its own and interface counters count
-exactly the generator's frames.
+exactly the generator's frames: they cross-check the generator's own receive
+counts (its BPF counter at the rx port, --count-obj). What a DUT's own frames,
+duplicates and drops do to those counts is tested in test_traffic_counting.py.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from nfvlab.traffic.embedded import gen_binary
+from nfvlab.traffic.embedded import count_object, gen_binary
 
 pytestmark = [
     pytest.mark.lab,
@@ -74,6 +76,31 @@ def gen() -> str:
     return str(gen_binary())
 
 
+@pytest.fixture(scope="module")
+def count() -> list[str]:
+    """The arguments that make nfvlab-gen count received test frames."""
+    return ["--count-obj", str(count_object())]
+
+
+def counter_programs(bitmap_words: int) -> set[int]:
+    """Ids of loaded counter programs whose bitmap has ``bitmap_words`` words.
+
+    The size tells this test's counter apart from those of other trials that
+    may run on the host at the same time.
+    """
+    maps = json.loads(run("bpftool", "-j", "map", "show").stdout or "[]")
+    ours = {m["id"] for m in maps if m.get("name") == "bitmap" and m.get("max_entries") == bitmap_words}
+    progs = json.loads(run("bpftool", "-j", "prog", "show").stdout or "[]")
+    return {p["id"] for p in progs if p.get("name") == "nfvl_count" and ours & set(p.get("map_ids", []))}
+
+
+def check_counts(s: dict, received_load: int, received_probes: int) -> None:
+    """The generator's receive counts of stream ``s`` on a clean veth: exact, nothing else."""
+    assert (s["received_load"], s["received_probes"]) == (received_load, received_probes), s
+    assert s["received"] == received_load + received_probes
+    assert s["duplicates"] == s["reordered"] == s["foreign"] == s["foreign_stale"] == 0, s
+
+
 @pytest.fixture
 def pair(gen):
     """Two namespaces A and B joined by veth gva <-> gvb; always deleted after."""
@@ -93,7 +120,7 @@ def pair(gen):
             run("ip", "netns", "del", ns, check=False)
 
 
-def stream(tx: Port, rx: Port, rate: float, sip="10.0.0.1", dip="10.0.0.2") -> str:
+def stream(tx: Port, rx: Port, rate: float, sip="198.18.0.1", dip="198.19.0.2") -> str:
     return f"tx={tx.spec},rx={rx.spec},rate={rate:g},smac={tx.mac},dmac={rx.mac},sip={sip},dip={dip}"
 
 
@@ -119,37 +146,40 @@ def mix_bytes(sizes: list[tuple[int, int]], count: int) -> int:
     return full * sum(cycle) + sum(cycle[:rest])
 
 
-def test_unidirectional_64b_exact_counts_and_latency(gen, pair):
+def test_unidirectional_64b_exact_counts_and_latency(gen, count, pair):
     a, b = pair
     before_a, before_b = a.counters(), b.counters()
-    out, _ = run_gen(gen, "--duration-s", "1", "--frame-size", "64", "--latency-pps", "1000",
+    out, _ = run_gen(gen, "--duration-s", "1", "--frame-size", "64", "--latency-pps", "1000", *count,
                      "--stream", stream(a, b, 20000))
-    assert out["version"] == 1 and out["interrupted"] is False
+    assert out["version"] == 2 and out["interrupted"] is False
+    assert out["counting"] == "tcx" and 0 <= out["trial_id"] < 2**32
     (s,) = out["streams"]
     lat = s["latency"]
     assert s["intended"] == s["sent"] == 20000
     assert s["send_errors"] == 0
-    assert lat["probes_sent"] == 1000
+    assert lat["probes_sent"] == s["probes_intended"] == 1000
     check_latency(lat)
+    check_counts(s, 20000, 1000)
     assert rx_delta(b, before_b) == ((20000 + 1000), (20000 + 1000) * 60)
     assert a.counters()["tx"]["packets"] - before_a["tx"]["packets"] == 20000 + 1000
     assert 0.99 < s["tx_elapsed_s"] < 1.05
 
 
 @pytest.mark.parametrize("sizes", [[(1518, 1)], IMIX], ids=["1518B", "imix"])
-def test_bidirectional_exact_counts_and_bytes(gen, pair, sizes):
+def test_bidirectional_exact_counts_and_bytes(gen, count, pair, sizes):
     a, b = pair
     size_args = ["--imix"] if sizes == IMIX else ["--frame-size", str(sizes[0][0])]
     before = {"a": a.counters(), "b": b.counters()}
-    out, _ = run_gen(gen, "--duration-s", "1", *size_args, "--flows", "16", "--latency-pps", "500",
+    out, _ = run_gen(gen, "--duration-s", "1", *size_args, "--flows", "16", "--latency-pps", "500", *count,
                      "--stream", stream(a, b, 10000),
-                     "--stream", stream(b, a, 8000, sip="10.0.0.2", dip="10.0.0.1"))
+                     "--stream", stream(b, a, 8000, sip="198.19.0.2", dip="198.18.0.1"))
     fwd, rev = out["streams"]
     for s, rx, key, rate in ((fwd, b, "b", 10000), (rev, a, "a", 8000)):
         lat = s["latency"]
         assert s["intended"] == s["sent"] == rate
         assert s["frame_sizes"] == [size for size, _ in sizes]
         check_latency(lat)
+        check_counts(s, rate, 500)
         probe_bytes = lat["probes_received"] * (sizes[0][0] - 4)
         assert rx_delta(rx, before[key]) == (
             s["sent"] + lat["probes_received"],
@@ -161,12 +191,12 @@ def test_bidirectional_exact_counts_and_bytes(gen, pair, sizes):
 # "block": the queue outgrows the socket's send buffer, so sendmmsg blocks;
 # "drop": the queue is tiny, so the qdisc refuses frames (ENOBUFS).
 @pytest.mark.parametrize("limit,mode", [(1_000_000, "block"), (3000, "drop")])
-def test_rate_limited_path_reports_shortfall(gen, pair, limit, mode):
+def test_rate_limited_path_reports_shortfall(gen, count, pair, limit, mode):
     a, b = pair
     run("ip", "netns", "exec", a.ns, "tc", "qdisc", "add", "dev", a.ifname, "root", "tbf",
         "rate", "2400kbit", "burst", "1600", "limit", str(limit))
     before_b = b.counters()
-    out, wall = run_gen(gen, "--duration-s", "1", "--latency-pps", "100",
+    out, wall = run_gen(gen, "--duration-s", "1", "--latency-pps", "100", *count,
                         "--stream", stream(a, b, 20000))
     (s,) = out["streams"]
     assert s["intended"] == 20000
@@ -176,6 +206,9 @@ def test_rate_limited_path_reports_shortfall(gen, pair, limit, mode):
         assert s["send_errors"] == 0
     else:
         assert s["send_errors"] > 1000
+    # What arrived by the end of --settle-ms counts; frames still queued then do not.
+    assert 0 < s["received"] <= s["sent"] + s["latency"]["probes_sent"]
+    assert s["duplicates"] == s["foreign"] == 0
     # Everything the qdisc accepted is delivered once its queue has drained.
     time.sleep(0.3)
     assert rx_delta(b, before_b)[0] == s["sent"] + s["latency"]["probes_sent"]
@@ -206,27 +239,32 @@ def ip_checksum_ok(header: bytes) -> bool:
     return total == 0xFFFF
 
 
-def test_frame_format_imix_flows(gen, pair):
+def test_frame_format_imix_flows(gen, count, pair):
     a, b = pair
     cap = subprocess.Popen(["ip", "netns", "exec", b.ns, sys.executable, "-c", CAPTURE, b.ifname],
                            stdout=subprocess.PIPE, text=True)
     try:
         assert cap.stdout.readline().strip() == "ready"
+        # Counted load frames are dropped at the rx port's ingress, after packet taps saw them.
         out, _ = run_gen(gen, "--duration-s", "0.1", "--imix", "--flows", "5", "--latency-pps", "100",
-                         "--stream", stream(a, b, 2400))
+                         "--trial-id", "0xdeadbeef", *count, "--stream", stream(a, b, 2400))
         frames = [bytes.fromhex(f) for f in json.loads(cap.communicate(timeout=10)[0])]
     finally:
         cap.kill()
         cap.wait()
     load = [f for f in frames if int.from_bytes(f[36:38], "big") == 1024]
     probes = [f for f in frames if int.from_bytes(f[36:38], "big") == 7878]
+    assert out["trial_id"] == 0xDEADBEEF
     assert len(load) == out["streams"][0]["sent"] == 240
     assert len(probes) == out["streams"][0]["latency"]["probes_sent"] == 10
     cycle = [size - 4 for size, weight in IMIX for _ in range(weight)]
     for k, f in enumerate(load):
         assert f[0:6].hex(":") == MAC_B and f[6:12].hex(":") == MAC_A
         assert f[12:14] == b"\x08\x00" and f[14] == 0x45 and f[22] == 64 and f[23] == 17
-        assert f[26:30] == bytes([10, 0, 0, 1]) and f[30:34] == bytes([10, 0, 0, 2])
+        assert f[26:30] == bytes([198, 18, 0, 1]) and f[30:34] == bytes([198, 19, 0, 2])
+        # signature: magic, trial id, stream 0, kind 0 (load), sequence number k (big-endian)
+        assert f[42:60] == b"NFVL" + bytes.fromhex("deadbeef") + bytes([0, 0]) + k.to_bytes(8, "big")
+        assert not any(f[60:])
         assert ip_checksum_ok(f[14:34])
         assert len(f) == cycle[k % len(cycle)]
         assert int.from_bytes(f[16:18], "big") == len(f) - 14
@@ -234,8 +272,7 @@ def test_frame_format_imix_flows(gen, pair):
         assert int.from_bytes(f[34:36], "big") == 1024 + k % 5
     for seq, f in enumerate(probes):
         assert len(f) == 60 and ip_checksum_ok(f[14:34])
-        assert f[42:46] == b"NFVL" and f[46] == 0
-        assert int.from_bytes(f[47:51], sys.byteorder) == seq
+        assert f[42:60] == b"NFVL" + bytes.fromhex("deadbeef") + bytes([0, 1]) + seq.to_bytes(8, "big")
 
 
 def test_interrupt_prints_json_and_exits_130(gen, pair):
@@ -264,16 +301,23 @@ BAD_ARGS = {
     "unknown-netns": (["NOSUCHNS"], 3),
     "unknown-option": (["--bogus", "1"], 2),
     "size-and-imix": (["--imix", "--frame-size", "64"], 2),
+    "trial-id-negative": (["--trial-id", "-1"], 2),
+    "trial-id-33-bit": (["--trial-id", "4294967296"], 2),
+    "count-hook": (["--count-obj", "/x.o", "--count-hook", "xdp"], 2),
+    "count-too-long": (["COUNT1E6"], 2),   # 1 Mpps x 86400 s: more than a 2^32-bit bitmap
 }
 
 
 @pytest.mark.parametrize("case", BAD_ARGS, ids=list(BAD_ARGS))
 def test_bad_arguments(gen, case):
     extra, code = BAD_ARGS[case]
-    ok = "tx=nfvl-t-gen-x:a,rx=nfvl-t-gen-x:b,rate=100,smac=02:00:00:00:00:01,dmac=02:00:00:00:00:02,sip=10.0.0.1,dip=10.0.0.2"
+    ok = ("tx=nfvl-t-gen-x:a,rx=nfvl-t-gen-x:b,rate=100,smac=02:00:00:00:00:01,dmac=02:00:00:00:00:02,"
+          "sip=198.18.0.1,dip=198.19.0.2")
     args = ["--duration-s", "1"]
     if extra == ["RATE0"]:
         args += ["--stream", ok.replace("rate=100", "rate=0")]
+    elif extra == ["COUNT1E6"]:
+        args = ["--duration-s", "86400", "--count-obj", "/x.o", "--stream", ok.replace("rate=100", "rate=1e6")]
     elif extra == ["NOSUCHNS"]:
         args += ["--stream", ok]
     elif extra:
@@ -283,3 +327,69 @@ def test_bad_arguments(gen, case):
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("nfvlab-gen: ")
+
+
+def test_missing_counter_object_fails_in_one_line(gen, pair):
+    a, b = pair
+    proc = subprocess.run([gen, "--duration-s", "0.1", "--count-obj", "/nonexistent.bpf.o",
+                           "--stream", stream(a, b, 1000)], capture_output=True, text=True, timeout=5)
+    assert proc.returncode == 3 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and "/nonexistent.bpf.o" in lines[0], proc.stderr
+    assert "clsact" not in run("tc", "-n", b.ns, "qdisc", "show", "dev", b.ifname).stdout
+
+
+def test_without_counter_object_counts_are_null(gen, pair):
+    a, b = pair
+    out, _ = run_gen(gen, "--duration-s", "0.2", "--latency-pps", "100", "--stream", stream(a, b, 1000))
+    (s,) = out["streams"]
+    assert out["counting"] == "none"
+    assert s["received"] is None and s["foreign"] is None and s["duplicates"] is None
+    assert s["sent"] == 200 and s["latency"]["probes_received"] == 20
+
+
+@pytest.mark.parametrize("hook", ["tcx", "tc"])
+def test_counter_is_detached_after_the_trial(gen, count, pair, hook):
+    """tcx (Linux >= 6.6) and the legacy clsact filter both leave the rx port as they found it."""
+    a, b = pair
+    out, _ = run_gen(gen, "--duration-s", "0.3", "--latency-pps", "100", *count, "--count-hook", hook,
+                     "--stream", stream(a, b, 5000))
+    assert out["counting"] == hook
+    check_counts(out["streams"][0], 1500, 30)
+    assert counter_programs(24 + 1) == set()   # 1500 load + 30 probe bits, each kind word-aligned
+    qdiscs = run("tc", "-n", b.ns, "qdisc", "show", "dev", b.ifname).stdout
+    assert "clsact" not in qdiscs
+
+
+def test_killed_generator_leaves_no_counter_behind(gen, count, pair):
+    """A tcx link dies with its process: even SIGKILL leaves no program on the port."""
+    a, b = pair
+    words = 12371 // 64 + 1   # 1237.1 pps x 10 s, no probes: a bitmap size no other trial has
+    proc = subprocess.Popen([gen, "--duration-s", "10", "--latency-pps", "0", *count,
+                             "--stream", stream(a, b, 1237.1)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 5
+        while not counter_programs(words) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(counter_programs(words)) == 1   # attached while it runs
+    finally:
+        proc.kill()
+        proc.communicate()
+    deadline = time.monotonic() + 3
+    while counter_programs(words) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert counter_programs(words) == set()
+
+
+def test_interrupted_trial_still_reports_counts(gen, count, pair):
+    a, b = pair
+    proc = subprocess.Popen([gen, "--duration-s", "10", "--latency-pps", "100", *count,
+                             "--stream", stream(a, b, 10000)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=3)
+    assert proc.returncode == 130, stderr
+    (s,) = json.loads(stdout)["streams"]
+    assert 0 < s["sent"] < 100000
+    check_counts(s, s["sent"], s["latency"]["probes_sent"])

@@ -74,7 +74,8 @@ def test_failure_while_building_leaves_nothing(clean_host):
     assert lab_residue() == NO_RESIDUE
 
 
-def test_second_lab_is_refused_while_one_is_in_use(clean_host):
+def test_second_lab_is_refused_while_one_is_in_use(clean_host, monkeypatch):
+    monkeypatch.setenv("NFVLAB_LOCK_WAIT_S", "0")  # else the second lab waits for the first
     with Lab("linux-bridge"):
         with pytest.raises(state.LabBusy, match="in use"):
             with Lab("macvlan"):

@@ -9,8 +9,8 @@ it routes between eth1 and eth2 with static neighbours, like an l3fwd.
 Addressing uses the RFC 2544 benchmarking range 198.18.0.0/15. The generator's
 traffic goes from 198.19.1.0/24 ("behind" tg0) to 198.19.2.0/24 ("behind" tg1);
 TG ports have no IP address, so a received test frame is dropped silently by
-the TG namespace (no ICMP, no ARP, no IPv6) and interface counters see only
-test traffic.
+the TG namespace (no ICMP, no ARP, no IPv6); the generator counts only frames
+with its trial's signature (docs/measurement.md), whatever else arrives.
 
 Each builder returns the per-direction L2/L3 headers the generator must use.
 """

@@ -1,19 +1,48 @@
-"""The embedded generator's binary: ``nfvlab_gen.c`` (package data) compiled on first use."""
+"""The embedded generator's binary and its receive counter, compiled on first use.
+
+Package data (found with :mod:`importlib.resources`, so a wheel install works):
+``nfvlab_gen.c`` (the generator), ``nfvlab_count.bpf.c`` (the BPF program that
+counts test frames at each rx port) and ``nfvlab_count.h`` (the frame signature
+and counter layout both share). Builds are cached by :func:`cached_build`; the
+generator's build is keyed by all three files, so its version (and with it the
+calibration identity) changes when the counter does.
+"""
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 from nfvlab.system.build import cached_build, package_file
 
+PACKAGE = "nfvlab.traffic.embedded"
 CFLAGS = ["-O2", "-Wall", "-Wextra", "-pthread"]
-LIBS = ["-lm"]
+LIBS = ["-lm", "-lbpf"]
+#: Debian's libbpf-dev headers (bpf/bpf_helpers.h) and the multiarch asm/ headers.
+BPF_INCLUDES = ["-I/usr/include", f"-I/usr/include/{os.uname().machine}-linux-gnu"]
+#: -mcpu=v3: atomic fetch-or / compare-and-swap (Linux >= 5.12).
+BPF_CFLAGS = ["-O2", "-g", "-Wall", "-mcpu=v3", "-target", "bpf", *BPF_INCLUDES]
+SETUP_HINT = "run `./run setup` (Debian packages gcc, clang, libbpf-dev)"
+
+
+def _sources() -> tuple[Path, Path, Path]:
+    return (package_file(PACKAGE, "nfvlab_gen.c"), package_file(PACKAGE, "nfvlab_count.bpf.c"),
+            package_file(PACKAGE, "nfvlab_count.h"))
 
 
 def gen_binary() -> Path:
     """Path of an up-to-date ``nfvlab-gen`` binary, compiling it if needed (BuildError if it cannot)."""
-    source = package_file("nfvlab.traffic.embedded", "nfvlab_gen.c")
+    gen, count, header = _sources()
     cc = shutil.which("cc") or "gcc"
-    return cached_build("nfvlab-gen", [source],
-                        lambda out: [cc, *CFLAGS, "-o", str(out), str(source), *LIBS],
-                        tool_hint="install a C compiler: run `./run setup` (Debian package gcc)")
+    return cached_build("nfvlab-gen", [gen, header, count],
+                        lambda out: [cc, *CFLAGS, f"-I{header.parent}", "-o", str(out), str(gen), *LIBS],
+                        tool_hint=SETUP_HINT)
+
+
+def count_object() -> Path:
+    """Path of the compiled receive counter (``nfvlab_count.bpf.c``), compiling it if needed."""
+    _, count, header = _sources()
+    return cached_build("nfvlab-count", [count, header],
+                        lambda out: ["clang", *BPF_CFLAGS, f"-I{header.parent}", "-c", str(count),
+                                     "-o", str(out)],
+                        suffix=".bpf.o", tool_hint=SETUP_HINT)

@@ -6,11 +6,20 @@ timestamped latency probes/s (probes take at most a tenth of the rate). Counting
 probes as offered load matters: otherwise a DUT of capacity C looks like
 C - probe_pps (seen: -1.4 % on a 72 kpps path with 1 kpps of probes).
 
-Counting: what a port *received* is its interface rx counter delta (load and
-probes), read before the generator starts and after it has exited (it waits for
-in-flight probes), never while traffic runs. Packets the generator could not
-send by the deadline (kernel backpressure) are reported as ``intended - sent``
-and count as loss.
+Counting: only test frames of this trial count as received. Every frame the
+generator sends (load and probes) carries a signature: magic, a random per-run
+trial id, the stream index and a per-stream sequence number. A BPF program at
+each rx port's ingress (tcx, or a clsact filter on kernels before 6.6;
+``nfvlab_count.bpf.c``) counts per stream the unique test frames (a bitmap of
+sequence numbers), duplicates and reordered frames, and per port the
+*foreign* frames: anything without this trial's signature, such as the DUT's
+own ARP/ND/LLDP/STP or frames of an earlier trial arriving late. The counters
+are read once traffic has stopped and ``settle_ms`` has passed, and the
+program is detached when the generator exits. Counted load frames are dropped
+at the rx port (they are of no use to its stack; measured: this raises the
+generator's own zero-loss ceiling instead of lowering it). Packets the
+generator could not send by the deadline (kernel backpressure) are reported as
+``intended - sent`` and count as loss.
 """
 from __future__ import annotations
 
@@ -20,11 +29,10 @@ import subprocess
 from typing import Optional, Protocol
 
 from nfvlab.linerate import FrameSize
-from nfvlab.scenario.topology import Port, Stream
-from nfvlab.system import netns as nl
+from nfvlab.scenario.topology import Stream
 from nfvlab.system.host import host_identity
 from nfvlab.traffic.base import GeneratorError
-from nfvlab.traffic.embedded.binary import gen_binary
+from nfvlab.traffic.embedded.binary import count_object, gen_binary
 from nfvlab.traffic.stats import DirectionStats, LatencyStats
 
 
@@ -63,6 +71,9 @@ class EmbeddedGenerator:
         self.settle_ms = settle_ms
         self.tracker = tracker
         self.binary = gen_binary()
+        self.count_obj = count_object()
+        #: The last trial's JSON report from nfvlab-gen (trial id, per-stream counts), or None.
+        self.last_report: Optional[dict] = None
 
     def identity(self) -> dict:
         return identity(self.cpu)
@@ -71,6 +82,7 @@ class EmbeddedGenerator:
         return {
             "generator": self.name,
             "binary": self.binary.name,
+            "counter": self.count_obj.name,
             "flows": self.flows,
             "latency_pps": self.latency_pps,
             "cpu": self.cpu,
@@ -86,7 +98,8 @@ class EmbeddedGenerator:
         probes = self.probe_pps(rate_pps)
         load_pps = rate_pps - probes
         cmd = [str(self.binary), "--duration-s", f"{duration_s:g}", "--flows", str(self.flows),
-               "--latency-pps", str(probes), "--settle-ms", str(self.settle_ms)]
+               "--latency-pps", str(probes), "--settle-ms", str(self.settle_ms),
+               "--count-obj", str(self.count_obj)]
         cmd += ["--imix"] if isinstance(frame_size, str) else ["--frame-size", str(frame_size)]
         if self.cpu is not None:
             cmd += ["--cpu", str(self.cpu)]
@@ -98,8 +111,6 @@ class EmbeddedGenerator:
     def run(self, rate_pps: float, duration_s: float, frame_size: FrameSize,
             bidirectional: bool = True) -> tuple[DirectionStats, ...]:
         streams = self.streams[: 2 if bidirectional else 1]
-        ports = sorted({p for s in streams for p in (s.tx, s.rx)}, key=str)
-        before = _read(ports)
         cmd = self.command(rate_pps, duration_s, frame_size, bidirectional)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         rec = self.tracker.track_process(proc.pid, "nfvlab-gen") if self.tracker else None
@@ -120,30 +131,32 @@ class EmbeddedGenerator:
         if proc.returncode != 0:
             raise GeneratorError(err.strip().splitlines()[-1] if err.strip() else
                                  f"nfvlab-gen exited with {proc.returncode}")
-        after = _read(ports)
-        report = json.loads(out)
+        self.last_report = json.loads(out)
+        return self.directions(self.last_report, streams, rate_pps, duration_s)
+
+    def directions(self, report: dict, streams: list[Stream], rate_pps: float,
+                   duration_s: float) -> tuple[DirectionStats, ...]:
+        """DirectionStats from ``nfvlab-gen``'s JSON report (GeneratorError if it breaks an invariant)."""
+        if report.get("counting") in (None, "none"):
+            raise GeneratorError("nfvlab-gen counted no received frames (no --count-obj)")
         results = []
-        probes_intended = round(self.probe_pps(rate_pps) * duration_s)
         for s, r in zip(streams, report["streams"]):
             lat = LatencyStats(**r["latency"])
-            rx = after[s.rx]["rx_packets"] - before[s.rx]["rx_packets"]
-            results.append(DirectionStats(
+            d = DirectionStats(
                 tx_port=str(s.tx), rx_port=str(s.rx),
-                intended_packets=int(r["intended"]) + probes_intended,
+                intended_packets=int(r["intended"]) + int(r["probes_intended"]),
                 sent_packets=int(r["sent"]) + lat.probes_sent,
-                received_packets=rx,
+                received_packets=int(r["received"]),
                 duration_s=duration_s, latency=lat,
-            ))
+                foreign_packets=int(r["foreign"]),
+                duplicate_packets=int(r["duplicates"]),
+                reordered_packets=int(r["reordered"]),
+            )
+            # Unique frames by sequence number cannot outnumber the frames sent, nor
+            # those the intended: anything else is a bug, never to be clamped away.
+            if not (r["received_load"] <= r["sent"] and r["received_probes"] <= lat.probes_sent
+                    and d.received_packets <= d.sent_packets <= d.intended_packets):
+                raise GeneratorError(f"nfvlab-gen counts break received <= sent <= intended on "
+                                     f"{s.tx} -> {s.rx}: {r}")
+            results.append(d)
         return tuple(results)
-
-
-def _read(ports: list[Port]) -> dict[Port, dict[str, int]]:
-    out: dict[Port, dict[str, int]] = {}
-    by_ns: dict[str, list[Port]] = {}
-    for p in ports:
-        by_ns.setdefault(p.ns, []).append(p)
-    for ns, ps in by_ns.items():
-        got = nl.counters(ns, [p.iface for p in ps])
-        for p in ps:
-            out[p] = got[p.iface]
-    return out

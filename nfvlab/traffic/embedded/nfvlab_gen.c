@@ -2,8 +2,13 @@
  * nfvlab-gen: rate-controlled Ethernet/IPv4/UDP generator on AF_PACKET sockets.
  *
  * One trial per run: every stream sends llround(rate * duration) frames spread
- * evenly over the duration, plus timestamped latency probes received back on
- * the stream's rx port. Prints one JSON object on stdout.
+ * evenly over the duration, plus latency probes received back on the stream's
+ * rx port. Every frame carries the trial's signature (nfvlab_count.h: magic,
+ * trial id, stream, kind, sequence number). With --count-obj, a BPF program at
+ * each rx port's ingress counts per stream the unique test frames received,
+ * duplicates and reordered frames, and per port the foreign frames (anything
+ * without this trial's signature); counters are read once traffic has stopped
+ * and --settle-ms has passed. Prints one JSON object on stdout.
  *
  * Exit codes: 0 ok, 2 bad arguments, 3 setup failure, 130 interrupted.
  * Frame sizes include the 4-byte FCS (RFC 2544), which veth does not carry,
@@ -11,6 +16,8 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -29,22 +36,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_STREAMS 2
+#include "nfvlab_count.h"
+
+#define MAX_STREAMS NFVL_MAX_STREAMS
 #define MAX_SIZES 16
 #define MAX_PERIOD 10000
-#define MAX_PROBES 10000000LL /* keeps the sample array under ~80 MB */
+#define MAX_PROBES 10000000LL /* keeps the send-time and sample arrays under ~160 MB */
+#define MAX_COUNTED_BITS (1ULL << 32) /* bitmap per rx port: 512 MiB at most */
 #define BATCH 32
 #define MIN_FRAME 64
 #define MAX_FRAME 9018
 #define FCS_LEN 4
 #define HDR_LEN 42 /* Ethernet 14 + IPv4 20 + UDP 8 */
+#define SIG_END (HDR_LEN + NFVL_SIG_LEN) /* 60: a 64 B frame without FCS is all header and signature */
 #define LOAD_PORT 1024
 #define PROBE_PORT 7878
 #define PROBE_MAGIC "NFVL"
+#define TCX_INGRESS 46       /* BPF_TCX_INGRESS (Linux 6.6), newer than Debian 12's headers */
+#define TCX_F_BEFORE (1U << 3) /* BPF_F_BEFORE: ahead of the port's other programs */
+#define TC_HANDLE 0x4e46     /* legacy clsact filter handle/priority of the counter */
+#define TC_PRIORITY 1
 #define SPIN_NS 50000LL      /* sleep only when the next packet is further away */
 #define MAX_SLEEP_NS 10000000LL /* bound sleeps so a signal is noticed quickly */
 #define NS_PER_S 1000000000LL
@@ -64,14 +82,33 @@ struct stream {
     /* runtime */
     int txfd, rxfd;
     uint8_t *hdrs;           /* [size index][flow] precomputed headers */
+    uint8_t sig[NFVL_SIG_LEN]; /* load signature; the sequence number is filled per frame */
     uint8_t probe[MAX_FRAME];
     size_t probe_len;
     long long intended, attempted, sent, send_errors;
     long long probes_intended, probes_attempted, probes_sent;
     int64_t last_send_ns;
+    int64_t *probe_tx_ns;    /* send time (CLOCK_REALTIME) per probe sequence, 0 = not sent */
     int64_t *samples;        /* latency per probe sequence, NO_SAMPLE = not seen */
     long long nsamples;
     pthread_t rx_thread;
+    int counter;             /* index of the rx port's counter, -1 = not counted */
+};
+
+/* The counting BPF program on one rx port (shared by the streams received there). */
+struct counter {
+    const struct port *port;
+    struct nfvl_cfg cfg;
+    struct bpf_object *obj;
+    int prog_fd, seq_fd, port_fd;
+    uint64_t *bits;          /* the mmapped bitmap */
+    size_t bits_len;
+    int link_fd;             /* tcx link (detached when closed, also by exit), -1 = none */
+    bool tc_attached, tc_hook_created;
+    int ifindex;
+    /* read after traffic */
+    struct nfvl_seq_stats seq[NFVL_SLOTS];
+    unsigned long long received[NFVL_SLOTS], port_stats[NFVL_PORT_N];
 };
 
 struct config {
@@ -86,12 +123,21 @@ struct config {
     int sndbuf;              /* 0 = kernel default */
     int nstreams;
     struct stream streams[MAX_STREAMS];
+    uint32_t trial_id;
+    bool have_trial_id;
+    const char *count_obj;   /* BPF object of the counter, NULL = no counting */
+    const char *count_hook;  /* "auto", "tcx" or "tc" */
+    bool pass_load;          /* counted load frames go on to the port's stack */
+    int ncounters;
+    struct counter counters[MAX_STREAMS];
+    const char *hook_used;   /* "tcx", "tc" or "none" */
 };
 
 static volatile sig_atomic_t g_interrupted;
 static atomic_int g_rx_stop;
-static uint8_t g_zero[MAX_FRAME];  /* shared payload of load frames */
+static uint8_t g_zero[MAX_FRAME];  /* shared payload tail of load frames */
 static int g_home_ns = -1;         /* fd of the namespace we started in */
+static struct config *g_cfg;       /* for the exit-time detach of legacy tc filters */
 
 /* ---------- errors ---------- */
 
@@ -245,6 +291,7 @@ static void parse_stream(struct stream *s, const char *spec)
 static const char usage[] =
     "usage: nfvlab-gen --duration-s D [--frame-size N | --sizes S:W,... | --imix]\n"
     "                  [--flows F] [--latency-pps L] [--settle-ms S] [--cpu C] [--sndbuf BYTES]\n"
+    "                  [--trial-id ID] [--count-obj BPF_OBJECT [--count-hook auto|tcx|tc] [--pass-load]]\n"
     "                  --stream 'tx=NS:IF,rx=NS:IF,rate=PPS,smac=MAC,dmac=MAC,sip=IP,dip=IP' [--stream ...]\n";
 
 static void set_sizes(struct config *c, bool *have_size, const char *opt, const char *list)
@@ -260,6 +307,24 @@ static void apply_option(struct config *c, const char *opt, const char *val, boo
 {
     if (!strcmp(opt, "--imix")) {
         set_sizes(c, have_size, opt, "64:7,570:4,1518:1");
+    } else if (!strcmp(opt, "--pass-load")) {
+        c->pass_load = true;
+    } else if (!strcmp(opt, "--trial-id")) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(val, &end, 0);
+        if (errno || end == val || *end || *val == '-' || v > UINT32_MAX)
+            bad_arg("--trial-id '%s' is invalid: an integer 0..4294967295", val);
+        c->trial_id = (uint32_t)v;
+        c->have_trial_id = true;
+    } else if (!strcmp(opt, "--count-obj")) {
+        if (!*val)
+            bad_arg("--count-obj is empty: give the compiled nfvlab_count.bpf.o");
+        c->count_obj = val;
+    } else if (!strcmp(opt, "--count-hook")) {
+        if (strcmp(val, "auto") && strcmp(val, "tcx") && strcmp(val, "tc"))
+            bad_arg("--count-hook '%s' is invalid: auto, tcx or tc", val);
+        c->count_hook = val;
     } else if (!strcmp(opt, "--duration-s")) {
         if (!parse_double(val, &c->duration) || c->duration <= 0 || c->duration > 86400)
             bad_arg("--duration-s '%s' is invalid: seconds, > 0 and <= 86400", val);
@@ -297,6 +362,7 @@ static void parse_args(struct config *c, int argc, char **argv)
     c->latency_pps = 1000;
     c->settle_ms = 100;
     c->cpu = -1;
+    c->count_hook = "auto";
     for (int i = 1; i < argc; i++) {
         char opt[64];
         const char *arg = argv[i], *val = NULL, *eq = strchr(arg, '=');
@@ -308,9 +374,9 @@ static void parse_args(struct config *c, int argc, char **argv)
         if (strncmp(arg, "--", 2) || optlen >= (int)sizeof opt)
             bad_arg("unexpected argument '%s' (see --help)", arg);
         snprintf(opt, sizeof opt, "%.*s", optlen, arg);
-        if (!strcmp(opt, "--imix")) {
+        if (!strcmp(opt, "--imix") || !strcmp(opt, "--pass-load")) {
             if (eq)
-                bad_arg("--imix takes no value");
+                bad_arg("%s takes no value", opt);
         } else if (eq) {
             val = eq + 1;
         } else if (i + 1 < argc) {
@@ -326,6 +392,14 @@ static void parse_args(struct config *c, int argc, char **argv)
         bad_arg("--stream is required (1 or 2 streams)");
     if (llround(c->latency_pps * c->duration) > MAX_PROBES)
         bad_arg("--latency-pps x --duration-s exceeds %lld probes per stream", MAX_PROBES);
+    if (c->count_obj) {
+        double bits = 0;
+        for (int i = 0; i < c->nstreams; i++)
+            bits += c->streams[i].rate * c->duration + c->latency_pps * c->duration + 128;
+        if (bits > (double)MAX_COUNTED_BITS)
+            bad_arg("rate x --duration-s is %.3g frames: exact counting (a bit per frame) allows %.3g per trial",
+                    bits, (double)MAX_COUNTED_BITS);
+    }
 }
 
 /* ---------- frames ---------- */
@@ -341,6 +415,24 @@ static uint16_t ip_checksum(const uint8_t *p, size_t len)
 }
 
 static void put16(uint8_t *p, unsigned v) { p[0] = (uint8_t)(v >> 8), p[1] = (uint8_t)v; }
+
+static void put32(uint8_t *p, uint32_t v) { put16(p, v >> 16), put16(p + 2, v & 0xffff); }
+
+static uint32_t get32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+
+/* The signature of a frame of this trial (nfvlab_count.h); the sequence number is put by put_seq. */
+static void build_sig(uint8_t *sig, uint32_t trial_id, int idx, int kind)
+{
+    memcpy(sig, PROBE_MAGIC, 4);
+    put32(sig + 4, trial_id);
+    sig[8] = (uint8_t)idx;
+    sig[9] = (uint8_t)kind;
+    memset(sig + 10, 0, 8);
+}
+
+static void put_seq(uint8_t *sig, uint64_t seq) { put32(sig + 10, (uint32_t)(seq >> 32)), put32(sig + 14, (uint32_t)seq); }
+
+static uint64_t get_seq(const uint8_t *sig) { return (uint64_t)get32(sig + 10) << 32 | get32(sig + 14); }
 
 /* Ethernet + IPv4 + UDP header of a frame of `size` bytes (FCS included). */
 static void build_header(uint8_t *h, const struct stream *s, int size, unsigned sport, unsigned dport)
@@ -367,9 +459,10 @@ static void build_header(uint8_t *h, const struct stream *s, int size, unsigned 
 }
 
 /*
- * Only headers are precomputed per (size, flow); the payload is one shared zero
- * buffer sent as a second iovec. Full frames for 65535 flows of 9018 B would
- * need ~600 MB, headers need 42 B each.
+ * Only headers are precomputed per (size, flow); the signature is written per
+ * frame and the rest of the payload is one shared zero buffer, sent as three
+ * iovecs. Full frames for 65535 flows of 9018 B would need ~600 MB, headers
+ * need 42 B each.
  */
 static void build_frames(struct config *c, struct stream *s, int idx)
 {
@@ -380,11 +473,11 @@ static void build_frames(struct config *c, struct stream *s, int idx)
         for (int f = 0; f < c->flows; f++)
             build_header(s->hdrs + ((size_t)z * c->flows + f) * HDR_LEN, s, c->sizes[z],
                          LOAD_PORT + (unsigned)f, LOAD_PORT);
+    build_sig(s->sig, c->trial_id, idx, NFVL_KIND_LOAD);
     s->probe_len = (size_t)c->sizes[0] - FCS_LEN;
     memset(s->probe, 0, sizeof s->probe);
     build_header(s->probe, s, c->sizes[0], LOAD_PORT, PROBE_PORT);
-    memcpy(s->probe + HDR_LEN, PROBE_MAGIC, 4);
-    s->probe[HDR_LEN + 4] = (uint8_t)idx;
+    build_sig(s->probe + HDR_LEN, c->trial_id, idx, NFVL_KIND_PROBE);
 }
 
 /* ---------- sockets ---------- */
@@ -507,18 +600,25 @@ static long long due_count(double rate, int64_t elapsed_ns, long long intended)
 
 /* ---------- RX (latency) ---------- */
 
-static void record_probe(struct stream *s, int idx, const uint8_t *frame, ssize_t len, int64_t rx_ns)
+/*
+ * A probe carries no timestamp (a 64 B frame has no room beside the
+ * signature): the TX thread keeps each probe's send time, stored before the
+ * send, so it is visible here once the probe has come back through the kernel.
+ */
+static void record_probe(struct stream *s, int idx, uint32_t trial_id, const uint8_t *frame, ssize_t len,
+                         int64_t rx_ns)
 {
-    uint32_t seq;
-    int64_t tx_ns;
     size_t ihl = len > 14 ? (size_t)(frame[14] & 0xf) * 4 : 0;
-    const uint8_t *pl = frame + 14 + ihl + 8;
-    if (ihl < 20 || (ssize_t)(14 + ihl + 8 + 17) > len || memcmp(pl, PROBE_MAGIC, 4) || pl[4] != idx)
-        return;             /* another stream's probe, or truncated */
-    memcpy(&seq, pl + 5, 4);
-    memcpy(&tx_ns, pl + 9, 8);
-    if (seq >= s->probes_intended || s->samples[seq] != NO_SAMPLE)
+    const uint8_t *sig = frame + 14 + ihl + 8;
+    if (ihl < 20 || (ssize_t)(14 + ihl + 8 + NFVL_SIG_LEN) > len || memcmp(sig, PROBE_MAGIC, 4) ||
+        get32(sig + 4) != trial_id || sig[8] != idx || sig[9] != NFVL_KIND_PROBE)
+        return;             /* another trial's or stream's probe, or truncated */
+    uint64_t seq = get_seq(sig);
+    if (seq >= (uint64_t)s->probes_intended || s->samples[seq] != NO_SAMPLE)
         return;             /* out of range or duplicate */
+    int64_t tx_ns = __atomic_load_n(&s->probe_tx_ns[seq], __ATOMIC_ACQUIRE);
+    if (tx_ns == 0)
+        return;             /* never sent: cannot happen for a probe of this trial */
     s->samples[seq] = rx_ns - tx_ns;
     s->nsamples++;
 }
@@ -526,6 +626,7 @@ static void record_probe(struct stream *s, int idx, const uint8_t *frame, ssize_
 struct rx_arg {
     struct stream *s;
     int idx;
+    uint32_t trial_id;
 };
 
 static void *rx_main(void *p)
@@ -548,7 +649,7 @@ static void *rx_main(void *p)
             }
         if (rx_ns < 0)      /* no kernel timestamp: next best is now */
             rx_ns = clock_ns(CLOCK_REALTIME);
-        record_probe(a->s, a->idx, frame, n, rx_ns);
+        record_probe(a->s, a->idx, a->trial_id, frame, n, rx_ns);
     }
     return NULL;
 }
@@ -557,10 +658,9 @@ static void *rx_main(void *p)
 
 static void send_probe(struct stream *s)
 {
-    uint32_t seq = (uint32_t)s->probes_attempted++;
-    memcpy(s->probe + HDR_LEN + 5, &seq, 4);
-    int64_t now = clock_ns(CLOCK_REALTIME);
-    memcpy(s->probe + HDR_LEN + 9, &now, 8);
+    long long seq = s->probes_attempted++;
+    put_seq(s->probe + HDR_LEN, (uint64_t)seq);
+    __atomic_store_n(&s->probe_tx_ns[seq], clock_ns(CLOCK_REALTIME), __ATOMIC_RELEASE);
     if (send(s->txfd, s->probe, s->probe_len, 0) == (ssize_t)s->probe_len)
         s->probes_sent++;
 }
@@ -568,19 +668,25 @@ static void send_probe(struct stream *s)
 /*
  * Send the next n load frames in one sendmmsg. Frames are taken from the
  * sequence by `sent`, not by schedule position, so the sent frames are always
- * a prefix of the size/flow sequence and byte counts stay predictable.
+ * a prefix of the size/flow sequence and byte counts stay predictable; their
+ * sequence numbers are 0 .. sent-1 (a frame that failed is not sent, and its
+ * number goes to the next one).
  */
 static void send_load(const struct config *c, struct stream *s, int n, int64_t t0)
 {
     struct mmsghdr msgs[BATCH];
-    struct iovec iov[BATCH][2];
+    struct iovec iov[BATCH][3];
+    uint8_t sig[BATCH][NFVL_SIG_LEN];
     for (int j = 0; j < n; j++) {
         long long k = s->sent + j;
         int z = c->seq[k % c->period];
         int flow = (int)(k % c->flows);
+        memcpy(sig[j], s->sig, NFVL_SIG_LEN);
+        put_seq(sig[j], (uint64_t)k);
         iov[j][0] = (struct iovec){s->hdrs + ((size_t)z * c->flows + flow) * HDR_LEN, HDR_LEN};
-        iov[j][1] = (struct iovec){g_zero, (size_t)c->sizes[z] - FCS_LEN - HDR_LEN};
-        msgs[j].msg_hdr = (struct msghdr){.msg_iov = iov[j], .msg_iovlen = 2};
+        iov[j][1] = (struct iovec){sig[j], NFVL_SIG_LEN};
+        iov[j][2] = (struct iovec){g_zero, (size_t)c->sizes[z] - FCS_LEN - SIG_END};
+        msgs[j].msg_hdr = (struct msghdr){.msg_iov = iov[j], .msg_iovlen = iov[j][2].iov_len ? 3 : 2};
     }
     int r = sendmmsg(s->txfd, msgs, (unsigned)n, 0);
     if (r > 0) {
@@ -674,6 +780,237 @@ static void run_tx(struct config *c)
     }
 }
 
+/* ---------- counting (BPF at the rx ports' ingress) ---------- */
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+    (void)level, (void)fmt, (void)ap;
+    return 0;
+}
+
+static bool same_port(const struct port *a, const struct port *b)
+{
+    return !strcmp(a->ns, b->ns) && !strcmp(a->ifname, b->ifname);
+}
+
+/* Group the streams by rx port: one counter (program instance) per port. */
+static void plan_counters(struct config *c)
+{
+    for (int i = 0; i < c->nstreams; i++) {
+        struct stream *s = &c->streams[i];
+        int k = 0;
+        while (k < c->ncounters && !same_port(c->counters[k].port, &s->rx))
+            k++;
+        if (k == c->ncounters) {
+            memset(&c->counters[k], 0, sizeof c->counters[k]);
+            c->counters[k].port = &s->rx;
+            c->counters[k].link_fd = -1;
+            c->counters[k].cfg.trial_id = c->trial_id;
+            c->counters[k].cfg.drop_load = !c->pass_load;
+            c->ncounters++;
+        }
+        s->counter = k;
+        c->counters[k].cfg.expect |= 1U << i;
+    }
+}
+
+static struct bpf_map *need_map(struct bpf_object *obj, const char *name)
+{
+    struct bpf_map *m = bpf_object__find_map_by_name(obj, name);
+    if (!m)
+        setup_fail("%s has no map '%s': rebuild it from nfvlab_count.bpf.c", g_cfg->count_obj, name);
+    return m;
+}
+
+/* Load one copy of the counter for port k, sized to its streams, and configure it. */
+static void load_counter(struct config *c, struct counter *k)
+{
+    uint64_t bits = 0;
+    for (int i = 0; i < c->nstreams; i++) {
+        if (!(k->cfg.expect & (1U << i)))
+            continue;
+        const long long n[NFVL_KINDS] = {c->streams[i].intended, c->streams[i].probes_intended};
+        for (int kind = 0; kind < NFVL_KINDS; kind++) {
+            k->cfg.count[i][kind] = (uint64_t)n[kind];
+            k->cfg.first_bit[i][kind] = bits;
+            bits += ((uint64_t)n[kind] + 63) / 64 * 64;
+        }
+    }
+    uint64_t words = bits / 64 ? bits / 64 : 1;
+    k->obj = bpf_object__open_file(c->count_obj, NULL);
+    if (!k->obj)
+        setup_fail("cannot open the counter BPF object %s: %s", c->count_obj, strerror(errno));
+    struct bpf_map *bitmap = need_map(k->obj, "bitmap");
+    if (bpf_map__set_max_entries(bitmap, (uint32_t)words) < 0)
+        setup_fail("cannot size the counter's bitmap to %llu words", (unsigned long long)words);
+    int err = bpf_object__load(k->obj);
+    if (err)
+        setup_fail("cannot load the counter BPF program (%s): %s (needs root, Linux >= 5.12)",
+                   c->count_obj, strerror(-err));
+    struct bpf_program *prog = bpf_object__find_program_by_name(k->obj, "nfvl_count");
+    if (!prog)
+        setup_fail("%s has no program nfvl_count", c->count_obj);
+    k->prog_fd = bpf_program__fd(prog);
+    k->seq_fd = bpf_map__fd(need_map(k->obj, "seq_stats"));
+    k->port_fd = bpf_map__fd(need_map(k->obj, "port_stats"));
+    uint32_t zero = 0;
+    if (bpf_map_update_elem(bpf_map__fd(need_map(k->obj, "cfg")), &zero, &k->cfg, BPF_ANY) < 0)
+        setup_fail("cannot configure the counter: %s", strerror(errno));
+    k->bits_len = (size_t)words * 8;
+    long page = sysconf(_SC_PAGESIZE);
+    k->bits_len = (k->bits_len + (size_t)page - 1) / (size_t)page * (size_t)page;
+    k->bits = mmap(NULL, k->bits_len, PROT_READ, MAP_SHARED, bpf_map__fd(bitmap), 0);
+    if (k->bits == MAP_FAILED)
+        setup_fail("cannot map the counter's bitmap: %s", strerror(errno));
+}
+
+static int tcx_attach(int prog_fd, int ifindex)
+{
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.link_create.prog_fd = (uint32_t)prog_fd;
+    attr.link_create.target_ifindex = (uint32_t)ifindex;
+    attr.link_create.attach_type = TCX_INGRESS;
+    attr.link_create.flags = TCX_F_BEFORE;
+    return (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof attr);
+}
+
+static void tc_hook(struct counter *k, struct bpf_tc_hook *hook, struct bpf_tc_opts *opts)
+{
+    memset(hook, 0, sizeof *hook);
+    hook->sz = sizeof *hook;
+    hook->ifindex = k->ifindex;
+    hook->attach_point = BPF_TC_INGRESS;
+    memset(opts, 0, sizeof *opts);
+    opts->sz = sizeof *opts;
+    opts->handle = TC_HANDLE;
+    opts->priority = TC_PRIORITY;
+}
+
+/*
+ * Attach the counter at the port's ingress, from inside the port's namespace
+ * (ifindexes and netlink are per namespace). tcx (Linux >= 6.6) is a link that
+ * the kernel detaches when nfvlab-gen exits, however it exits; the legacy
+ * clsact filter is removed by detach_counters (at exit, also after errors).
+ */
+static void attach_counter(struct config *c, struct counter *k)
+{
+    enter_ns(k->port->ns);
+    k->ifindex = (int)if_nametoindex(k->port->ifname);
+    if (!k->ifindex)
+        setup_fail("no interface '%s' in namespace '%s'", k->port->ifname, k->port->ns);
+    if (strcmp(c->count_hook, "tc")) {
+        k->link_fd = tcx_attach(k->prog_fd, k->ifindex);
+        if (k->link_fd >= 0) {
+            c->hook_used = "tcx";
+            leave_ns();
+            return;
+        }
+        if (!strcmp(c->count_hook, "tcx"))
+            setup_fail("cannot attach the counter to %s with tcx: %s (needs Linux >= 6.6)",
+                       k->port->spec, strerror(errno));
+    }
+    struct bpf_tc_hook hook;
+    struct bpf_tc_opts opts;
+    tc_hook(k, &hook, &opts);
+    int err = bpf_tc_hook_create(&hook);
+    if (err && err != -EEXIST)
+        setup_fail("cannot add a clsact qdisc to %s: %s", k->port->spec, strerror(-err));
+    k->tc_hook_created = !err;
+    opts.prog_fd = k->prog_fd;
+    err = bpf_tc_attach(&hook, &opts);
+    if (err) {
+        if (k->tc_hook_created) {
+            hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
+            bpf_tc_hook_destroy(&hook);
+        }
+        k->tc_hook_created = false;
+        setup_fail("cannot attach the counter at %s ingress: %s", k->port->spec, strerror(-err));
+    }
+    k->tc_attached = true;
+    c->hook_used = "tc";
+    leave_ns();
+}
+
+static void detach_counters(void)
+{
+    struct config *c = g_cfg;
+    for (int i = 0; c && i < c->ncounters; i++) {
+        struct counter *k = &c->counters[i];
+        if (k->link_fd >= 0) {
+            close(k->link_fd);
+            k->link_fd = -1;
+        }
+        if (k->tc_attached && g_home_ns >= 0) {
+            struct bpf_tc_hook hook;
+            struct bpf_tc_opts opts;
+            const char *path = NULL;
+            char buf[160];
+            if (strcmp(k->port->ns, ".")) {
+                snprintf(buf, sizeof buf, "/var/run/netns/%s", k->port->ns);
+                path = buf;
+            }
+            int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+            if (path && (fd < 0 || setns(fd, CLONE_NEWNET) < 0))
+                continue;   /* the namespace is gone, and the filter with it */
+            tc_hook(k, &hook, &opts);
+            bpf_tc_detach(&hook, &opts);
+            if (k->tc_hook_created) {  /* ingress | egress: delete the clsact qdisc we added */
+                hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
+                bpf_tc_hook_destroy(&hook);
+            }
+            k->tc_attached = false;
+            if (fd >= 0)
+                close(fd);
+            setns(g_home_ns, CLONE_NEWNET);
+        }
+    }
+}
+
+static void setup_counters(struct config *c)
+{
+    c->hook_used = "none";
+    if (!c->count_obj)
+        return;
+    libbpf_set_print(libbpf_quiet);
+    plan_counters(c);
+    atexit(detach_counters);
+    for (int i = 0; i < c->ncounters; i++) {
+        load_counter(c, &c->counters[i]);
+        attach_counter(c, &c->counters[i]);
+    }
+}
+
+static unsigned long long popcount_bits(const uint64_t *bits, uint64_t first, uint64_t n)
+{
+    unsigned long long total = 0;
+    for (uint64_t w = first / 64; w < (first + n + 63) / 64; w++)
+        total += (unsigned long long)__builtin_popcountll(bits[w]);
+    return total;
+}
+
+/* Read every counter (traffic has stopped), then detach. */
+static void read_counters(struct config *c)
+{
+    for (int i = 0; i < c->ncounters; i++) {
+        struct counter *k = &c->counters[i];
+        for (uint32_t slot = 0; slot < NFVL_SLOTS; slot++) {
+            if (bpf_map_lookup_elem(k->seq_fd, &slot, &k->seq[slot]) < 0)
+                setup_fail("cannot read the counter of %s: %s", k->port->spec, strerror(errno));
+            int st = (int)(slot / NFVL_KINDS), kind = (int)(slot % NFVL_KINDS);
+            if (k->cfg.expect & (1U << st))
+                k->received[slot] = popcount_bits(k->bits, k->cfg.first_bit[st][kind], k->cfg.count[st][kind]);
+        }
+        for (uint32_t key = 0; key < NFVL_PORT_N; key++) {
+            uint64_t v = 0;
+            if (bpf_map_lookup_elem(k->port_fd, &key, &v) < 0)
+                setup_fail("cannot read the counter of %s: %s", k->port->spec, strerror(errno));
+            k->port_stats[key] = v;
+        }
+    }
+    detach_counters();
+}
+
 /* ---------- results ---------- */
 
 static int cmp_i64(const void *a, const void *b)
@@ -710,16 +1047,45 @@ static void print_latency(struct stream *s)
            (long long)percentile(s->samples, n, 99));
 }
 
+/*
+ * What stream i's rx port counted: unique test frames (load + probes),
+ * duplicates, reordered, and the port's foreign frames. A port shared by two
+ * streams reports its foreign frames with the first of them (so sums over
+ * streams count each frame once) and 0 with the other.
+ */
+static void print_counts(const struct config *c, int i)
+{
+    const struct stream *s = &c->streams[i];
+    if (s->counter < 0) {
+        printf("\"received\":null,\"received_load\":null,\"received_probes\":null,\"duplicates\":null,"
+               "\"reordered\":null,\"foreign\":null,\"foreign_stale\":null,");
+        return;
+    }
+    const struct counter *k = &c->counters[s->counter];
+    int load = i * NFVL_KINDS + NFVL_KIND_LOAD, probe = i * NFVL_KINDS + NFVL_KIND_PROBE;
+    bool first = true;
+    for (int j = 0; j < i; j++)
+        first = first && c->streams[j].counter != s->counter;
+    printf("\"received\":%llu,\"received_load\":%llu,\"received_probes\":%llu,\"duplicates\":%llu,"
+           "\"reordered\":%llu,\"foreign\":%llu,\"foreign_stale\":%llu,",
+           k->received[load] + k->received[probe], k->received[load], k->received[probe],
+           (unsigned long long)(k->seq[load].duplicates + k->seq[probe].duplicates),
+           (unsigned long long)(k->seq[load].reordered + k->seq[probe].reordered),
+           first ? k->port_stats[NFVL_FOREIGN] : 0ULL, first ? k->port_stats[NFVL_STALE] : 0ULL);
+}
+
 static void print_json(struct config *c)
 {
-    printf("{\"version\":1,\"duration_s\":%.9g,\"interrupted\":%s,\"streams\":[", c->duration,
-           g_interrupted ? "true" : "false");
+    printf("{\"version\":2,\"duration_s\":%.9g,\"interrupted\":%s,\"trial_id\":%u,\"counting\":\"%s\","
+           "\"streams\":[", c->duration, g_interrupted ? "true" : "false", c->trial_id, c->hook_used);
     for (int i = 0; i < c->nstreams; i++) {
         struct stream *s = &c->streams[i];
         printf("%s{\"tx\":\"%s\",\"rx\":\"%s\",\"rate_pps\":%.12g,\"intended\":%lld,\"sent\":%lld,"
-               "\"send_errors\":%lld,\"tx_elapsed_s\":%.6f,\"frame_sizes\":[",
+               "\"send_errors\":%lld,\"tx_elapsed_s\":%.6f,\"probes_intended\":%lld,",
                i ? "," : "", s->tx.spec, s->rx.spec, s->rate, s->intended, s->sent, s->send_errors,
-               (double)s->last_send_ns / 1e9);
+               (double)s->last_send_ns / 1e9, s->probes_intended);
+        print_counts(c, i);
+        printf("\"frame_sizes\":[");
         for (int z = 0; z < c->nsizes; z++)
             printf("%s%d", z ? "," : "", c->sizes[z]);
         printf("],");
@@ -756,7 +1122,7 @@ static void start_rx_threads(struct config *c, struct rx_arg *args)
     sigaddset(&all, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &all, &old);
     for (int i = 0; i < c->nstreams; i++) {
-        args[i] = (struct rx_arg){&c->streams[i], i};
+        args[i] = (struct rx_arg){&c->streams[i], i, c->trial_id};
         int err = pthread_create(&c->streams[i].rx_thread, NULL, rx_main, &args[i]);
         if (err)
             setup_fail("cannot start RX thread: %s", strerror(err));
@@ -770,8 +1136,10 @@ static void prepare_stream(struct config *c, int i)
     s->intended = llround(s->rate * c->duration);
     s->probes_intended = c->latency_pps > 0 ? llround(c->latency_pps * c->duration) : 0;
     s->samples = malloc(((size_t)s->probes_intended + 1) * sizeof *s->samples);
-    if (!s->samples)
+    s->probe_tx_ns = calloc((size_t)s->probes_intended + 1, sizeof *s->probe_tx_ns);
+    if (!s->samples || !s->probe_tx_ns)
         setup_fail("out of memory for %lld latency samples", s->probes_intended);
+    s->counter = -1;
     for (long long k = 0; k < s->probes_intended; k++)
         s->samples[k] = NO_SAMPLE;
     build_frames(c, s, i);
@@ -784,12 +1152,16 @@ int main(int argc, char **argv)
     static struct config cfg;
     struct rx_arg args[MAX_STREAMS];
     parse_args(&cfg, argc, argv);
+    g_cfg = &cfg;
+    if (!cfg.have_trial_id && getrandom(&cfg.trial_id, sizeof cfg.trial_id, 0) != sizeof cfg.trial_id)
+        setup_fail("cannot draw a trial id: %s", strerror(errno));
     setup_signals();
     g_home_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
     if (g_home_ns < 0)
         setup_fail("cannot open /proc/self/ns/net: %s", strerror(errno));
     for (int i = 0; i < cfg.nstreams; i++)
         prepare_stream(&cfg, i);
+    setup_counters(&cfg);
     start_rx_threads(&cfg, args);
     if (cfg.cpu >= 0) {     /* after the RX threads, so they do not inherit the pin */
         cpu_set_t set;
@@ -799,11 +1171,13 @@ int main(int argc, char **argv)
             setup_fail("cannot pin the TX thread to CPU %d: %s", cfg.cpu, strerror(errno));
     }
     run_tx(&cfg);
-    if (cfg.settle_ms > 0 && cfg.latency_pps > 0)
+    /* Frames still in flight (probes, and load frames when counting) get --settle-ms to arrive. */
+    if (cfg.settle_ms > 0 && (cfg.latency_pps > 0 || cfg.ncounters > 0))
         sleep_until_mono(mono_ns() + (int64_t)cfg.settle_ms * 1000000);
     atomic_store(&g_rx_stop, 1);
     for (int i = 0; i < cfg.nstreams; i++)
         pthread_join(cfg.streams[i].rx_thread, NULL);
+    read_counters(&cfg);
     print_json(&cfg);
     return g_interrupted ? 130 : 0;
 }
