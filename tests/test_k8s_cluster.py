@@ -75,7 +75,7 @@ def _nad_crd(api):
     from kubernetes import client
     ext = client.ApiextensionsV1Api(api)
     crd = kc.nad_crd_manifest()
-    ext.create_custom_resource_definition(client.V1CustomResourceDefinition.from_dict(crd))
+    ext.create_custom_resource_definition(crd)
 
     def established():
         got = ext.read_custom_resource_definition(crd["metadata"]["name"])
@@ -100,7 +100,7 @@ def _nad(api, ns, name):
 def _namespace(api, name):
     from kubernetes import client
     core = client.CoreV1Api(api)
-    core.create_namespace(client.V1Namespace.from_dict({"metadata": {"name": name}}))
+    core.create_namespace({"metadata": {"name": name}})
     # pods need the namespace's default ServiceAccount (made by the controller-manager)
     _wait("default ServiceAccount", lambda: core.read_namespaced_service_account("default", name), 30)
 
@@ -186,7 +186,7 @@ def _nf_pod_scenario(hugepages: int, t0: float) -> None:
             },
         }
         t = time.monotonic()
-        core.create_namespaced_pod(ns, client.V1Pod.from_dict(pod))
+        core.create_namespaced_pod(ns, pod)
         running = _wait("pod Running",
                         lambda: (p := core.read_namespaced_pod("nf", ns)).status.phase == "Running" and p,
                         60)
@@ -261,7 +261,7 @@ def test_teardown_on_error_deletes_pods_first_and_restores_host():
                                         "annotations": {"k8s.v1.cni.cncf.io/networks": "vf0"}},
                            "spec": {"terminationGracePeriodSeconds": 2, "containers": [{
                                "name": "nf", "image": kc.images()["nf"]["name"], "imagePullPolicy": "Never"}]}}
-                    core.create_namespaced_pod("default", client.V1Pod.from_dict(pod))
+                    core.create_namespaced_pod("default", pod)
                     _wait("pod Running", lambda: core.read_namespaced_pod(
                         "left-running", "default").status.phase == "Running", 60)
                     assert VF not in kc.link_names()
