@@ -295,7 +295,8 @@ def test_the_cli_runs_a_trial_on_the_lab_a_profile_names(cluster, clean_host, tm
 
 # ------------------------------------------------------------------ simulated nodes (kwok)
 SIM_NODE = "sim-worker"
-#: Allocatable of a node like the draft's testbed worker (Intel Xeon, XL710 VFs, hugepages).
+#: Allocatable of a simulated SR-IOV worker. The values are chosen for the test (8 VFs, so 2 per pod
+#: fit and 16 do not), not taken from the draft, which does not list its workers' allocatable.
 SIM_ALLOCATABLE = {"cpu": "32", "memory": "128Gi", "pods": "110", "hugepages-2Mi": "4Gi",
                    "intel.com/intel_sriov_netdevice": "8", "afxdp/myPool": "4"}
 
