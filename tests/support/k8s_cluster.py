@@ -1163,7 +1163,11 @@ current-context: nfvlab
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             out = self._ctr("tasks", "ls", check=False).stdout.splitlines()[1:]
-            if not [line for line in out if "RUNNING" in line]:
+            # Stopped tasks are not enough: CNI DEL (which hands host-device links back) runs when
+            # the sandbox's network namespace is torn down, so wait until those are gone too.
+            # containerd keeps them under its state dir (netns_mounts_under_state_dir).
+            netns = list((self.dir / "containerd" / "state").glob("**/netns/cni-*"))
+            if not [line for line in out if "RUNNING" in line] and not netns:
                 return
             time.sleep(0.2)
         self._log("k8s-cluster: pods still running after deletion; killing them")
