@@ -26,6 +26,7 @@ from nfvlab.linerate import FrameSize
 from nfvlab.params import GeneratorParams, TrafficParams
 from nfvlab.scenario import KnownPath, Scenario
 from nfvlab.search import SearchResult, mlrsearch, rfc2544_search
+from nfvlab.system.files import write_json_atomic
 from nfvlab.traffic import identity_key
 from nfvlab.traffic.select import generator_for
 from nfvlab.trial import GeneratorMeasurer
@@ -86,11 +87,7 @@ class Calibration:
 
     def save(self) -> Path:
         """Write atomically (sorted keys, so an unchanged calibration is byte-identical)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True) + "\n")
-        os.replace(tmp, self.path)
-        return self.path
+        return write_json_atomic(self.path, self.data)
 
 
 def generator_limited(throughput_pps: Optional[float], ceiling_pps: Optional[float]) -> Optional[bool]:

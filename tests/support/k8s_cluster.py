@@ -41,6 +41,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from nfvlab.system.files import write_json_atomic
+
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SH = REPO / "scripts" / "k8s" / "build.sh"
 
@@ -439,16 +441,6 @@ def _watched_snapshot() -> dict:
     return snap
 
 
-def _write_json_atomic(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=1, sort_keys=True)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 # ---------------------------------------------------------------------------------------------------
 # Teardown shared by LocalCluster.__exit__ and clean_leftovers()
 
@@ -732,7 +724,7 @@ class LocalCluster:
 
     # -- state file ------------------------------------------------------------------------------
     def _save(self) -> None:
-        _write_json_atomic(state_file(), self._state)
+        write_json_atomic(state_file(), self._state)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def __enter__(self) -> "LocalCluster":

@@ -18,6 +18,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from nfvlab.system.files import write_json_atomic
 from nfvlab.system.hostlock import HostLock, LabBusy, _proc_stat, process_start_time, run_dir
 
 __all__ = ["HostLock", "LabBusy", "LabState", "ProcessRecord", "clean", "destroy", "process_start_time",
@@ -79,13 +80,7 @@ class LabState:
 
     def save(self) -> None:
         """Write atomically and durably (tmp file + fsync + rename)."""
-        labs_dir().mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump(asdict(self), f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_json_atomic(self.path, asdict(self))
 
     @classmethod
     def load(cls, path: Path) -> "LabState":

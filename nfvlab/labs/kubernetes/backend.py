@@ -38,6 +38,7 @@ from nfvlab.params import LabParams
 from nfvlab.scenario import Port, Scenario, Stream
 from nfvlab.scenario.topology import default_ips
 from nfvlab.system import netns as nl
+from nfvlab.system.files import write_json_atomic
 from nfvlab.system.hostlock import HostLock, process_start_time, run_dir
 
 PREFIX = "nfvl-"
@@ -75,10 +76,7 @@ class RunState:
         return labs_dir() / f"{self.run_id}.json"
 
     def save(self) -> None:
-        labs_dir().mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1))
-        os.replace(tmp, self.path)
+        write_json_atomic(self.path, asdict(self))
 
     def owner_alive(self) -> bool:
         return (self.owner_host == socket.gethostname() and self.owner_boot_id == boot_id()

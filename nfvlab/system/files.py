@@ -1,0 +1,26 @@
+"""Durable file writes shared by every state record and result file nfvlab keeps."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def write_json_atomic(path: Path, data: Any, *, sort_keys: bool = True) -> Path:
+    """Write ``data`` as JSON to ``path`` atomically and durably.
+
+    A temporary file beside ``path`` is written, fsynced and renamed over it, so a
+    reader (or a run resumed after kill -9) sees the old file or the new one, never
+    half of one. Sorted keys keep an unchanged record byte-identical (DVC hashes it).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=1, sort_keys=sort_keys)
+        fh.write("\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return path
