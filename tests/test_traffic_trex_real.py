@@ -6,6 +6,12 @@
     NFVLAB_TREX_DMACS=mac0,mac1           destination MAC per direction (default: the other
                                           port's MAC, right for a cable, a bridge or a veth loop)
     NFVLAB_TREX_CLIENT=auto|v3|v2         which client (default auto)
+    NFVLAB_TREX_DUT_NETNS=nfvlab-trexdut  a network namespace holding the Linux-bridge DUT TRex's
+                                          ports are cabled to (ports dut0/dut1); enables the
+                                          known-capacity tests, which shape its egress with tbf
+
+`scripts/dev/trex-server.sh cable && scripts/dev/trex-server.sh start` makes exactly this on a
+development host (a TRex server built from trex-core's source); `... stop` removes it.
 
 No registry ships a TRex server, so this test is skipped everywhere but in a lab (or on a
 host where TRex was built from source, see /work/shared/notes/trex-facts.md). It needs
@@ -91,3 +97,69 @@ def test_short_search_through_a_real_server(generator):
     assert res.n_trials >= 2
     assert res.throughput_pps is not None and res.throughput_pps >= 1000
     assert all(t.extra["generator"] == "trex" for t in res.trials)
+
+
+# ---------------------------------------------------------------- through a DUT of known capacity
+
+DUT_NETNS = os.environ.get("NFVLAB_TREX_DUT_NETNS", "")
+needs_dut = pytest.mark.skipif(not DUT_NETNS, reason="set NFVLAB_TREX_DUT_NETNS to the bridge DUT's netns")
+CAPACITY_PPS = 40_000
+TBF_FRAMES = 64
+
+
+@pytest.fixture()
+def known_capacity_dut():
+    """tbf on the bridge DUT's two egress ports: CAPACITY_PPS of 64 B frames each way (60 B on a veth)."""
+    from nfvlab.system import netns as nl
+
+    wire = 60
+    for ifname in ("dut0", "dut1"):
+        nl.shape_tbf(DUT_NETNS, ifname, rate_bytes_s=CAPACITY_PPS * wire, burst_bytes=TBF_FRAMES * wire,
+                     limit_bytes=2 * TBF_FRAMES * wire)
+    try:
+        yield CAPACITY_PPS
+    finally:
+        import subprocess
+
+        for ifname in ("dut0", "dut1"):
+            subprocess.run(["ip", "-n", DUT_NETNS, "qdisc", "del", "dev", ifname, "root"], check=False)
+
+
+@needs_dut
+def test_cli_search_lands_on_the_known_capacity(known_capacity_dut, tmp_path):
+    """`nfvlab search --lab-profile` naming TRex, through a tbf-shaped bridge: NDR near its capacity."""
+    import json
+    import subprocess
+    import sys
+
+    import yaml
+
+    p = params()
+    profile = tmp_path / "lab.trex.yaml"
+    profile.write_text(yaml.safe_dump({
+        "kind": "embedded", "calibration": str(tmp_path / "cal.json"),
+        "generator": {"kind": "trex", "server": p.server, "sync_port": p.sync_port,
+                      "async_port": p.async_port, "ports": list(p.ports), "client": p.client}}))
+    # through a bridge, each direction is addressed to the source MAC of the other TRex port
+    out = subprocess.run(
+        [sys.executable, "-m", "nfvlab", "search", "--lab-profile", str(profile),
+         "--port", f"trex:{p.ports[0]}", "--port", f"trex:{p.ports[1]}",
+         "--dmac", f"02:00:00:00:00:{p.ports[1] + 1:02x}", "--dmac", f"02:00:00:00:00:{p.ports[0] + 1:02x}",
+         "--frame-size", "64", "--goal", "ndr", "--method", "rfc2544", "--min-rate-pps", "5000",
+         "--max-rate-pps", "80000", "--relative-width", "0.02", "--duration-s", "2",
+         "--latency-pps", "100", "--json"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout)
+    print("TRex NDR through a", known_capacity_dut, "pps DUT:", res["ndr_pps"], "pps")
+    # the bucket and queue (128 frames) let a 2 s trial pass at up to capacity + 64 pps
+    assert 0.95 * known_capacity_dut <= res["ndr_pps"] <= known_capacity_dut + 2 * TBF_FRAMES / 2.0
+    assert all(x["received_packets"] <= x["sent_packets"] for t in res["trials"] for x in t["directions"])
+
+
+def test_unsent_frames_count_as_loss(generator):
+    """Asked far above what TRex sends on af_packet ports here, the shortfall is loss, never hidden."""
+    dirs = generator.run(2_000_000, 1.0, 64)
+    for x in dirs:
+        assert x.intended_packets == 2_000_000
+        assert x.sent_packets < 0.5 * x.intended_packets, x  # ~200 kpps per port on this machine kind
+        assert x.lost_packets >= x.intended_packets - x.sent_packets

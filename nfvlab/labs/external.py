@@ -33,7 +33,10 @@ def parse_port(text: str) -> Port:
     """``NS:IFACE`` -> :class:`Port`; LabError naming the argument otherwise."""
     m = _PORT.match(text)
     if not m:
-        raise LabError(f"--port {text!r}: use NS:IFACE (a named network namespace and an interface in it)")
+        raise LabError(f"--port {text!r}: use NS:IFACE (a named network namespace and an interface in it) "
+                       "or trex:N (TRex's port N)")
+    if m.group(1) == GENERATOR_NS and not (m.group(2).isdigit() and int(m.group(2)) < 256):
+        raise LabError(f"--port {text!r}: TRex ports are trex:N with N a port number 0..255")
     return Port(m.group(1), m.group(2))
 
 
@@ -46,6 +49,8 @@ class ExternalPorts:
         if len(ports) != 2:
             raise LabError(f"--port: give exactly two ports (got {len(ports)})")
         self.ports = [parse_port(p) for p in ports]
+        if len({p.ns == GENERATOR_NS for p in self.ports}) > 1:
+            raise LabError("--port: give two TRex ports (trex:N) or two host interfaces (NS:IFACE), not one of each")
         if dmacs is not None and (len(dmacs) != 2 or not all(_MAC.match(m) for m in dmacs)):
             raise LabError("--dmac: give two MAC addresses aa:bb:cc:dd:ee:ff, one per direction")
         self.dmacs = dmacs
@@ -63,10 +68,9 @@ class ExternalPorts:
         return []
 
     def check(self, scenario: Scenario) -> list[str]:
-        if self.ready():
-            return self.ready()
-        if self.generator_ports:
-            return []
+        not_ready = self.ready()
+        if not_ready or self.generator_ports:
+            return not_ready
         return [f"--port {p}: no interface {p.iface!r} in network namespace {p.ns!r}"
                 for p in self.ports if not nl.link_exists(p.ns, p.iface)]
 

@@ -6,11 +6,14 @@
 #
 #   scripts/dev/trex-server.sh extract GIT_DIR   # tree of a snapshot (skips absent blobs)
 #   scripts/dev/trex-server.sh build             # ~20 min on 2 cores, cached
-#   scripts/dev/trex-server.sh start IF0 IF1     # af_packet ports on two interfaces
-#   scripts/dev/trex-server.sh stop
+#   scripts/dev/trex-server.sh cable             # a bridge DUT in netns nfvlab-trexdut on veths trexa/trexb
+#   scripts/dev/trex-server.sh start [IF0 IF1]   # af_packet ports (default trexa trexb)
+#   scripts/dev/trex-server.sh stop              # server down, DUT netns removed
 set -euo pipefail
 ROOT=${NFVLAB_TREX_SRC:-/var/cache/nfvlab/trex-core}
 RUN=/run/nfvlab/trex-server
+DUT_NS=nfvlab-trexdut
+HP=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
 case "${1:-}" in
 extract)
     git_dir=${2:?git dir of a trex-core snapshot}
@@ -56,11 +59,26 @@ build)
     fi
     ls -l "$ROOT/scripts/_t-rex-64"
     ;;
+cable)
+    # TRex's ports trexa/trexb (host side) cabled to dut0/dut1 on a Linux bridge in $DUT_NS
+    ip netns add $DUT_NS 2>/dev/null || true
+    for pair in "trexa dut0" "trexb dut1"; do
+        set -- $pair
+        ip link show "$1" >/dev/null 2>&1 || ip link add "$1" type veth peer name "$2" netns $DUT_NS
+        ip link set "$1" up
+        ip netns exec $DUT_NS sysctl -qw net.ipv6.conf."$2".disable_ipv6=1 || true
+    done
+    ip -n $DUT_NS link show br0 >/dev/null 2>&1 || ip -n $DUT_NS link add br0 type bridge
+    ip -n $DUT_NS link set dut0 master br0 up
+    ip -n $DUT_NS link set dut1 master br0 up
+    ip -n $DUT_NS link set br0 up
+    echo "DUT: bridge br0 in netns $DUT_NS on dut0/dut1; TRex ports trexa/trexb"
+    ;;
 start)
-    if0=${2:?first interface}; if1=${3:?second interface}
+    if0=${2:-trexa}; if1=${3:-trexb}
     mkdir -p "$RUN"
-    hp=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-    [ "$(cat $hp)" -ge 512 ] || echo 512 > $hp
+    [ -f "$RUN/hugepages.before" ] || cat $HP > "$RUN/hugepages.before"
+    [ "$(cat $HP)" -ge 512 ] || echo 512 > $HP
     cat > "$RUN/trex_cfg.yaml" <<CFG
 - port_limit: 2
   version: 2
@@ -83,6 +101,8 @@ stop)
     pkill -f '_t-rex-64' || true
     pkill -f 't-rex-64 -i' || true
     for _ in $(seq 30); do pgrep -f '_t-rex-64' >/dev/null || break; sleep 1; done
+    ip netns del $DUT_NS 2>/dev/null || true   # takes the veths with it
+    if [ -f "$RUN/hugepages.before" ]; then cat "$RUN/hugepages.before" > $HP; rm "$RUN/hugepages.before"; fi
     ;;
 *)
     sed -n 2,10p "$0"; exit 2 ;;
