@@ -44,6 +44,7 @@ _API = {
     "read_records": "nfvlab.records:read_records",
     "searches_frame": "nfvlab.results:searches_frame",
     "latency_frame": "nfvlab.results:latency_frame",
+    "latency_percentiles": "nfvlab.latency:latency_percentiles",
     # modules a notebook uses as namespaces
     "analysis": "nfvlab.analysis",
     "experiment": "nfvlab.experiment",

@@ -21,10 +21,11 @@ from typing import Callable, Iterable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from nfvlab import linerate, reference, results, stats
+from nfvlab import latency, linerate, reference, results, stats
 from nfvlab.scenario import catalogue, density
 from nfvlab.plots.bars import grouped_bars
 from nfvlab.plots.heatmap import matrix_heatmap
+from nfvlab.plots.latency import spectrum_figure
 from nfvlab.plots.output import figure_style, new_figure, save_png
 from nfvlab.plots.throughput import throughput_vs_frame_size
 from nfvlab.records import read_records
@@ -45,10 +46,10 @@ DRAFT_A_ANALOGUES = {
 # ---------------------------------------------------------------------------
 #: Tables of each experiment, in report order: ``experiment_<x>_<name>.csv``.
 TABLE_NAMES = {
-    "a": ("throughput", "claims", "published"),
-    "b": ("pinning_numa", "claims"),
-    "c": ("combination", "numa", "claims"),
-    "d": ("mrr",),
+    "a": ("throughput", "claims", "published", "latency"),
+    "b": ("pinning_numa", "claims", "latency"),
+    "c": ("combination", "numa", "claims", "latency"),
+    "d": ("mrr", "latency"),
 }
 #: Search goal each experiment measures.
 GOALS = {"a": "ndr", "b": "ndr", "c": "ndr", "d": "mrr"}
@@ -62,7 +63,10 @@ NUMA_FRAME_SIZE = 1518
 #: Published density matrices shown beside experiment D (the ratio the local lab uses).
 DENSITY_PCDR4SW = "(1:1)"
 #: Columns of :func:`config_table` after the configuration columns.
-STAT_COLUMNS = ["status", "n", "mean_pps", "ci_low_pps", "ci_high_pps", "cv", "gbps_l1", "generator_limited"]
+STAT_COLUMNS = ["status", "n", "mean_pps", "ci_low_pps", "ci_high_pps", "cv", "gbps_l1", "generator_limited",
+                "n_irregular"]
+#: How :func:`config_table` states the uncertainty of a throughput (figures say the same).
+THROUGHPUT_INTERVAL = "95 % Student-t interval of the mean over repetitions"
 CLAIM_COLUMNS = ["claim", "condition", "verdict", "pair", "test", "p_adjusted", "effect_size",
                  "effect_size_kind", "n", "detail"]
 """Columns of a claims table: one row per claim and condition; ``verdict`` is one of
@@ -124,10 +128,27 @@ def config_table(searches: pd.DataFrame, notes: pd.DataFrame, grid: dict[str, Se
     -------
     pandas.DataFrame
         The grid columns, then ``status`` (``measured``, ``not realizable: <why>``,
-        ``search failed: <why>`` or ``not measured``), ``n``, ``mean_pps`` /
-        ``ci_low_pps`` / ``ci_high_pps`` (per direction, 95 % t-interval of the
-        mean, :func:`nfvlab.stats.summarize`), ``cv``, ``gbps_l1`` (mean at L1,
-        per direction; NaN without a ``frame_size`` column), ``generator_limited``.
+        ``search failed: <why>`` or ``not measured``), ``n`` (repetitions),
+        ``mean_pps`` (mean over repetitions of ``throughput_pps``, packets/s per
+        direction), ``ci_low_pps`` / ``ci_high_pps`` (packets/s per direction: the
+        :data:`THROUGHPUT_INTERVAL`, ``mean -+ t(0.975, n-1) * sd / sqrt(n)``,
+        :func:`nfvlab.stats.summarize`; NaN for n < 2), ``cv`` (sd / mean),
+        ``gbps_l1`` (mean at L1, Gbit/s per direction; NaN without a
+        ``frame_size`` column), ``generator_limited`` (any repetition) and
+        ``n_irregular`` (repetitions whose RFC 9971 goal result is irregular,
+        e.g. the maximum rate was a lower bound, so the value is a floor; 0 for
+        MRR and for records without the field).
+
+    Notes
+    -----
+    Why a t interval and not a bootstrap: the profiles run 2-3 (quick) or 10
+    (full) repetitions. At such n a percentile bootstrap cannot reach outside
+    the sample's range and covers the mean far less often than it claims (about
+    77 % instead of 95 % for three normal repetitions, 88 % for ten,
+    ``tests/test_stats.py``), while the t interval is exact for normal
+    repetitions; repeated searches of one configuration scatter narrowly
+    around a mean (CV well under 1 % on this host), for which a t interval is
+    the textbook choice.
     """
     by = list(grid)
     s = searches[searches["goal"] == goal]
@@ -135,6 +156,9 @@ def config_table(searches: pd.DataFrame, notes: pd.DataFrame, grid: dict[str, Se
     found = {tuple(_key(r[c]) for c in by): r for _, r in summ.iterrows()}
     lim = {tuple(_key(v) for v in (k if isinstance(k, tuple) else (k,))): bool(g.fillna(False).any())
            for k, g in s.groupby(by, dropna=False)["generator_limited"]} if len(s) else {}
+    irregular = ({tuple(_key(v) for v in (k if isinstance(k, tuple) else (k,))): int((g == False).sum())
+                  for k, g in s.groupby(by, dropna=False)["regular"]}
+                 if len(s) and "regular" in s.columns else {})
     rows = []
     for combo in itertools.product(*grid.values()):
         config, key = dict(zip(by, combo)), tuple(_key(v) for v in combo)
@@ -146,7 +170,7 @@ def config_table(searches: pd.DataFrame, notes: pd.DataFrame, grid: dict[str, Se
         rows.append({**config, "status": "measured", "n": int(h["n"]), "mean_pps": h["mean"],
                      "ci_low_pps": h["ci_low"], "ci_high_pps": h["ci_high"], "cv": h["cv"],
                      "gbps_l1": linerate.pps_to_gbps(h["mean"], fs, 1) if fs is not None else np.nan,
-                     "generator_limited": lim.get(key, False)})
+                     "generator_limited": lim.get(key, False), "n_irregular": irregular.get(key, 0)})
     return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS])
 
 
@@ -387,11 +411,32 @@ def _kpps(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def irregular_note(table: pd.DataFrame, keys: Sequence[str]) -> Optional[str]:
+    """One line naming the configurations with irregular RFC 9971 results, or None.
+
+    RFC 9971 asks that values coming from irregular goal results be marked; the
+    figures show this line under the plot. ``keys`` name a configuration (e.g.
+    ``["model", "frame_size"]``); a row counts when ``n_irregular > 0``.
+    """
+    if "n_irregular" not in table.columns:
+        return None
+    rows = table[table["n_irregular"].fillna(0) > 0]
+    if rows.empty:
+        return None
+    cells = [f"{' '.join(str(r[k]) for k in keys)} ({int(r['n_irregular'])} of {int(r['n'])})"
+             for _, r in rows.iterrows()]
+    return "irregular (RFC 9971; e.g. the maximum rate met the goal, so a floor): " + ", ".join(cells)
+
+
 def _bar_figure(table: pd.DataFrame, x: str, hue: str, title: str, path: Path, dpi: int) -> Path:
     with figure_style(dpi):
         fig = new_figure((7.0, 4.4))
+        ax = fig.subplots()
         grouped_bars(_kpps(table), x=x, y="mean_kpps", hue=hue, ci_low="ci_low_kpps", ci_high="ci_high_kpps",
-                     missing="status", ax=fig.subplots(), title=title, ylabel="NDR [kpps per direction]")
+                     missing="status", ax=ax, title=title, ylabel="NDR [kpps per direction]")
+        note = irregular_note(table, [hue, x])
+        if note:
+            ax.set_xlabel(f"{ax.get_xlabel()}\n{note}", fontsize=8)
         return save_png(fig, path)
 
 
@@ -404,7 +449,8 @@ def figures_b(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[
     t = tabs["pinning_numa"]
     models = list(dict.fromkeys(t["model"]))
     return [_bar_figure(t[t["model"] == m], "numa", "pinning",
-                        f"Experiment B ({m}, noisy neighbour): zero-loss throughput,\nmean and 95 % CI; {_HOST_ONLY}",
+                        f"Experiment B ({m}, noisy neighbour): zero-loss throughput,\n"
+                        f"mean and 95 % t-interval; {_HOST_ONLY}",
                         out / f"experiment_b_pinning_numa{'' if len(models) == 1 else '_' + _file_part(m)}.png", dpi)
             for m in models]
 
@@ -412,10 +458,10 @@ def figures_b(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[
 def figures_c(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[Path]:
     """``experiment_c_combination.png`` (NDR vs frame size per model, 95 % CI) and ``experiment_c_numa.png``."""
     first = throughput_figure(tabs["combination"], "Experiment C, NUMA s1: zero-loss throughput, mean and "
-                              f"95 % CI\n{_HOST_ONLY}", out / "experiment_c_combination.png", dpi)
+                              f"95 % t-interval\n{_HOST_ONLY}", out / "experiment_c_combination.png", dpi)
     return [first, _bar_figure(tabs["numa"], "numa", "model",
                                f"Experiment C, {NUMA_FRAME_SIZE} B: zero-loss throughput per NUMA scenario,\n"
-                               f"mean and 95 % CI; {_HOST_ONLY}", out / "experiment_c_numa.png", dpi)]
+                               f"mean and 95 % t-interval; {_HOST_ONLY}", out / "experiment_c_numa.png", dpi)]
 
 
 def figures_d(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[Path]:
@@ -434,7 +480,7 @@ def figures_d(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[
                            cbar_label="MRR [kpps per direction]", annot_fontsize=7,
                            xlabel="NFs per service instance", ylabel="service instances",
                            title=f"Experiment D {topo.upper()} {fs} B ({m}): MRR per direction,\n"
-                                 f"mean [95 % CI], kpps; {_HOST_ONLY}")
+                                 f"mean [95 % t-interval], kpps; {_HOST_ONLY}")
             paths.append(save_png(fig, out / name))
     return paths
 
@@ -498,7 +544,7 @@ def tables_a(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
 def figure_a(table: pd.DataFrame, path: PathLike, dpi: int = 110) -> Path:
     """Measured zero-loss throughput vs frame size per model (per direction), 95 % CI bars."""
     return throughput_figure(table, "Experiment A (measured on this host, embedded lab):\n"
-                                    "zero-loss throughput per direction, mean of repetitions, 95 % CI",
+                                    "zero-loss throughput per direction, mean and 95 % t-interval over repetitions",
                              Path(path), dpi)
 
 
@@ -506,7 +552,8 @@ def throughput_figure(table: pd.DataFrame, title: str, path: Path, dpi: int = 11
     """NDR (kpps per direction) vs frame size, one line per model, CI error bars, of a table's measured rows.
 
     Configurations without a value are listed under the plot by kind (not
-    realizable, search failed, not measured), so each stays visible.
+    realizable, search failed, not measured), so each stays visible; those with
+    irregular RFC 9971 results too (:func:`irregular_note`).
     """
     data = table[table["status"] == "measured"]
     missing = table[table["status"] != "measured"]
@@ -527,6 +574,9 @@ def throughput_figure(table: pd.DataFrame, title: str, path: Path, dpi: int = 11
                 lines.append(f"{kind}: {', '.join(cells)}")
             # In the x label, so the layout engine makes room for it.
             ax.set_xlabel("\n".join([ax.get_xlabel() or "frame size [B]", *lines]), fontsize=8)
+        note = irregular_note(data, ["model", "frame_size"])
+        if note:
+            ax.set_xlabel(f"{ax.get_xlabel() or 'frame size [B]'}\n{note}", fontsize=8)
         return save_png(fig, Path(path))
 
 
@@ -547,9 +597,48 @@ def tables(letter: str, records: PathLike, models: Optional[list[str]] = None) -
     """The tables of experiment ``letter`` ("a".."d"), named as in :data:`TABLE_NAMES`.
 
     ``models``: the params file's models (default: every model in the records).
-    See :func:`tables_a`, :func:`tables_b`, :func:`tables_c`, :func:`tables_d`.
+    See :func:`tables_a`, :func:`tables_b`, :func:`tables_c`, :func:`tables_d`, and
+    :func:`latency_table` (``latency``, every experiment).
     """
-    return _TABLES[_letter(letter)](records, models)
+    return {**_TABLES[_letter(letter)](records, models), "latency": latency_table(records, models)}
+
+
+def latency_table(records: PathLike, models: Optional[list[str]] = None) -> pd.DataFrame:
+    """Latency under load: :func:`nfvlab.latency.latency_percentiles` of the records' latest run.
+
+    Rows of the ``models`` given (default: all), configuration columns without a
+    value in any row dropped (e.g. experiment A's resources); columns as
+    :func:`nfvlab.latency.latency_percentiles` returns them.
+    """
+    lat = results.latency_frame(records)
+    if models is not None:
+        lat = lat[lat["model"].isin(models)]
+    table = latency.latency_percentiles(lat)
+    return table.drop(columns=[c for c in results.CONFIG_LABELS if table[c].isna().all()])
+
+
+def latency_figures(letter: str, table: pd.DataFrame, out: Path, dpi: int = 110) -> list[Path]:
+    """``experiment_<x>_latency_<model>[_<config>].png``: percentile spectra per load fraction.
+
+    One figure per model and resource configuration, one panel per frame size
+    (:func:`nfvlab.plots.latency.spectrum_figure`); none for a configuration without a
+    latency value (no latency trial, or probes off).
+    """
+    configs = [c for c in ["model", *results.CONFIG_LABELS] if c in table.columns]
+    paths = []
+    for key, g in table.groupby(configs, sort=False, dropna=False):
+        if g["mean_ns"].isna().all():  # e.g. probes off: nothing to draw
+            continue
+        key = key if isinstance(key, tuple) else (key,)
+        parts = [str(v) for v in key if pd.notna(v)]
+        knobs = ", ".join(f"{c} {v}" for c, v in zip(configs[1:], key[1:]) if pd.notna(v))
+        goal = "/".join(str(x).upper() for x in dict.fromkeys(g["goal"]))
+        with figure_style(dpi):
+            fig = spectrum_figure(g, f"Experiment {letter.upper()}: {key[0]}{f' ({knobs})' if knobs else ''}\n"
+                                     f"one-way latency at fractions of the {goal}, mean over repetitions, "
+                                     f"95 % CI\n{_HOST_ONLY}")
+            paths.append(save_png(fig, out / f"experiment_{letter}_latency_{'_'.join(map(_file_part, parts))}.png"))
+    return paths
 
 
 def write_experiment(letter: str, records: PathLike, params_models: Optional[list[str]], out_tables: PathLike,
@@ -570,6 +659,7 @@ def write_experiment(letter: str, records: PathLike, params_models: Optional[lis
         paths.append(out_tables / f"experiment_{letter}_{name}.csv")
         tabs[name].to_csv(paths[-1], index=False, float_format="%.6g")
     paths += _FIGURES[letter](tabs, out_figures)
+    paths += latency_figures(letter, tabs["latency"], out_figures)
     Path(metrics).parent.mkdir(parents=True, exist_ok=True)
     Path(metrics).write_text(json.dumps(metrics_values(letter, tabs), indent=1, sort_keys=True) + "\n")
     paths.append(Path(metrics))

@@ -119,14 +119,17 @@ def generator_ceiling(backend, generator: GeneratorParams, frame_size: FrameSize
 def check_known_path(backend, generator: GeneratorParams, frame_size: int, capacity_pps: float, *,
                      bidirectional: bool = False, duration_s: float = 1.0, relative_width: float = 0.005,
                      method: str = "rfc2544", latency_pps: int = 1000, on_trial=None,
-                     progress: bool = False) -> tuple[SearchResult, float]:
-    """NDR through a tbf bridge shaped to ``capacity_pps``; returns (result, relative error)."""
+                     progress: bool = False, path: str = "tbf-bridge") -> tuple[SearchResult, float]:
+    """NDR through a tbf bridge shaped to ``capacity_pps``; returns (result, relative error).
+
+    ``path`` is ``tbf-bridge`` (a deep buffer) or ``tbf-shallow`` (a few frames at 1518 B).
+    """
     traffic = TrafficParams(latency_pps=latency_pps)
-    scenario = Scenario("tbf-bridge", known_path=KnownPath(capacity_pps, frame_size))
+    scenario = Scenario(path, known_path=KnownPath(capacity_pps, frame_size))
     with backend.open(scenario) as session:
         gen = generator_for(generator, session.streams, traffic, session.tracker)
         measure = GeneratorMeasurer(gen, frame_size, bidirectional=bidirectional,
-                                    extra={"lab": "tbf-bridge", "capacity_pps": capacity_pps})
+                                    extra={"lab": path, "capacity_pps": capacity_pps})
         lo, hi = capacity_pps / 4, capacity_pps * 2
         if method == "mlrsearch":
             result = mlrsearch(measure, lo, hi, goals={"ndr": 0.0}, relative_width=relative_width,

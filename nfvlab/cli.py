@@ -31,6 +31,17 @@ class CliError(Exception):
     """A one-line user-facing error."""
 
 
+def _check_outputs(**outputs) -> None:
+    """CliError unless each ``flag=(path, "file"|"dir")`` can be written; run before anything is created."""
+    from nfvlab.system.paths import output_problem
+
+    for flag, (path, kind) in outputs.items():
+        if path is not None:
+            problem = output_problem(Path(path), kind)
+            if problem:
+                raise CliError(f"--{flag.replace('_', '-')} {problem}")
+
+
 def _frame_size(text: str):
     try:
         return P.parse_frame_size(text)
@@ -230,7 +241,8 @@ def _render(a) -> int:
     if lab.kind != "kubernetes" or lab.kubernetes is None:
         raise CliError("lab render: give --lab-profile with kind: kubernetes (see docs/kubernetes.md)")
     scenario = _scenario(a)
-    if scenario.model not in render.CNI_OF and scenario.model not in lab.kubernetes.networks:
+    if (scenario.model not in render.CNI_OF and scenario.model not in lab.kubernetes.networks
+            and not render.calico_vpp_memif(scenario, lab.kubernetes)):
         raise CliError(f"lab render: {scenario.model} has no rendered networks on Kubernetes (models: "
                        f"{', '.join(render.CNI_OF)}; others need kubernetes.networks.{scenario.model})")
     objects = render.manifests(scenario, lab.kubernetes)
@@ -268,6 +280,7 @@ def _check_common(a, rates=()):
     """Validate everything and pick the lab: ``(lab params, backend, scenario, traffic)``; creates nothing."""
     from nfvlab import labs, measure
 
+    _check_outputs(records=(a.records, "file"))
     if a.port and a.model:
         raise CliError("give either --model or --port, not both")
     if a.port and len(a.port) != 2:
@@ -344,6 +357,8 @@ def cmd_search(a) -> int:
 
     exp = P.load(a.params) if a.params else None
     sp_data = exp.search.model_dump() if exp else {}
+    if not 0 <= a.pdr_loss_ratio < 1:  # checked even where the goal does not use it (also nan)
+        raise CliError(f"--pdr-loss-ratio {a.pdr_loss_ratio:g}: must be at least 0 and below 1")
     method = {"ndr": a.method, "pdr": a.method, "ndr+pdr": a.method, "mrr": "mrr", "sweep": "sweep"}[a.goal]
     sp_data.update(method=method, ndr=a.goal in ("ndr", "ndr+pdr"),
                    pdr_loss_ratio=a.pdr_loss_ratio if a.goal in ("pdr", "ndr+pdr") else None)
@@ -401,9 +416,12 @@ def cmd_search(a) -> int:
             lim = {True: " (generator-limited)", False: "",
                    None: f" (generator not calibrated: run `nfvlab calibrate`, file {calibration.path})"
                    }[r.generator_limited]
+            # RFC 9971: values of an irregular goal result must be marked as such.
+            irregular = "" if r.regular is not False else f" IRREGULAR ({', '.join(r.flags)})"
+            upper = "none found" if r.upper_bound_pps is None else f"{r.upper_bound_pps:,.0f}"
             print(f"{r.goal.upper()} {r.throughput_pps:,.0f} pps per direction at {a.frame_size} B "
-                  f"[{r.lower_bound_pps or 0:,.0f} .. {r.upper_bound_pps or 0:,.0f}] "
-                  f"{r.n_trials} trials, {r.trial_seconds:g} trial-s{lim}")
+                  f"[{r.lower_bound_pps or 0:,.0f} .. {upper}] "
+                  f"{r.n_trials} trials, {r.trial_seconds:g} trial-s{lim}{irregular}")
     return 0
 
 
@@ -419,11 +437,14 @@ def cmd_calibrate(a) -> int:
         raise CliError(f"--frame-sizes: {err}") from None
     if not sizes:
         raise CliError("--frame-sizes: give at least one frame size, e.g. 64,512,1518")
+    from nfvlab.measure import MAX_DURATION_S
+
     a.duration_s = cp.duration_s if a.duration_s is None else a.duration_s
-    if not a.duration_s > 0:
-        raise CliError(f"--duration-s {a.duration_s:g}: must be above 0")
+    if not 0 < a.duration_s <= MAX_DURATION_S:  # also refuses nan and inf
+        raise CliError(f"--duration-s {a.duration_s:g}: must be above 0 and at most {MAX_DURATION_S:g} s")
     a.unidirectional = a.unidirectional or not cp.bidirectional
     lab = _lab_params(a)
+    _check_outputs(out=(a.out or lab.calibration, "file"))
     backend = labs.backend_for(lab)
     reasons = backend.ready() or backend.check(Scenario("direct-cable")) or (
         [] if a.skip_known_path else backend.check(Scenario("tbf-bridge", known_path=_dummy_known_path())))
@@ -471,6 +492,7 @@ def cmd_analyze(a) -> int:
     from nfvlab import analysis
 
     exp = P.load(a.params)
+    _check_outputs(metrics=(a.metrics, "file"), tables=(a.tables, "dir"), figures=(a.figures, "dir"))
     for r in a.records:
         if not r.exists():
             raise CliError(f"--records {r}: no such file (run the experiment's measurement stage first)")
@@ -495,6 +517,7 @@ def cmd_figures(a) -> int:
     from nfvlab.plots.reference import render_reference_figures
 
     rp = P.load(a.params, P.ReferenceParams)
+    _check_outputs(out=(a.out, "dir"))
     paths = render_reference_figures(a.out, dpi=rp.dpi)
     for p in paths:
         print(p)
@@ -505,6 +528,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     from nfvlab.labs import LabError, Terminated
     from nfvlab.labs.embedded.state import LabBusy
     from nfvlab.measure import InputError
+    from nfvlab.records import RecordWriteError
     from nfvlab.search import SearchError
     from nfvlab.system.build import BuildError
     from nfvlab.traffic import GeneratorError
@@ -524,7 +548,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except (CliError, P.ParamsError, InputError, LabError, BuildError, LabBusy) as err:
         print(f"nfvlab: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except (GeneratorError, SearchError) as err:
+    except (GeneratorError, SearchError, RecordWriteError) as err:
         print(f"nfvlab: failed: {err}", file=sys.stderr)
         return EXIT_FAILED
     except (KeyboardInterrupt, Terminated):

@@ -4,7 +4,8 @@
     run_experiment(params, "data/raw/experiment_a.jsonl")
 
 Every configuration gets a fresh lab per repetition (so repetitions are
-independent), a throughput search, and one latency trial at the rate found.
+independent), a throughput search, and latency trials at fractions of the rate
+found (``latency_load_fractions``, default 0/10/50/90 % of the PDR, as FD.io CSIT does).
 Every trial and search result is appended to the records file as it completes;
 a model this host cannot realize is recorded as a ``not-realizable`` note with
 the reason, never as a number. Input problems are found before any lab exists.
@@ -88,8 +89,9 @@ def run_experiment(params: ExperimentParams, records: Union[str, Path], *, backe
     before anything is recorded, so a refused run writes nothing.
     Labels: those of :meth:`Scenario.labels` and ``repetition`` on every record,
     ``purpose`` (``search`` or ``latency``) on trials (whose frame size is in
-    the result), ``frame_size`` and ``goal`` on search results. A scenario the
-    lab cannot realize gets one ``not-realizable`` note with the reason.
+    the result; latency trials also carry ``goal`` and ``load_fraction``),
+    ``frame_size`` and ``goal`` on search results. A scenario the lab cannot
+    realize gets one ``not-realizable`` note with the reason.
     """
     if resume is None:
         resume = os.environ.get("NFVLAB_FRESH_RUN", "") not in ("1", "yes", "true")
@@ -244,15 +246,42 @@ def _measure(params: ExperimentParams, backend, calibration: Calibration, scenar
             if not isinstance(results, list):  # a sweep's DataFrame: no rate to take latency at
                 bar.update(what, "sweep done")
                 continue
+            latency_under_load(params, gen, fs, results, rec, bar, rep, cl, scenario.model)
+            # Search results last: a resumed run (which skips searches with a result)
+            # redoes a search whose latency trials were interrupted.
             for r in results:
                 rec.search({k: v for k, v in r.to_dict().items() if k != "trials"},
                            goal=r.goal, **labels)
-            # Latency at the rate found (the first goal: NDR when searched).
-            found = results[0].throughput_pps
-            if found and found > 0:
-                t = run_trial(gen, found, params.trial.duration_s, fs,
-                              bidirectional=params.traffic.bidirectional, kind="trial",
-                              extra={"model": scenario.model})
-                rec.trial(t, purpose="latency", goal=results[0].goal, repetition=rep, **cl)
             bar.update(what, ", ".join(f"{r.goal} {r.throughput_pps:,.0f} pps" for r in results
                                        if r.throughput_pps is not None) or "no rate found")
+
+
+def latency_rates(params: ExperimentParams, results,
+                  probe_pps: float) -> tuple[Optional[str], list[tuple[float, float]]]:
+    """The goal and ``(load_fraction, rate_pps)`` of the latency trials after a search.
+
+    The rate found for ``params.latency_goal`` (the first goal's when the search has no
+    such goal) times each of ``params.latency_load_fractions``; fraction 0 is a trial at
+    the generator's probe rate ``probe_pps`` (nfvlab-gen then sends probes only). None
+    and no rates when no rate was found or probes are off.
+    """
+    chosen = next((r for r in results if r.goal == params.latency_goal), results[0] if results else None)
+    found = chosen.throughput_pps if chosen is not None else None
+    if not found or found <= 0 or probe_pps <= 0:
+        return None, []
+    return chosen.goal, [(f, f * found if f > 0 else float(probe_pps)) for f in params.latency_load_fractions]
+
+
+def latency_under_load(params: ExperimentParams, gen, frame_size, results, rec: RecordWriter, bar, rep: int,
+                       labels: dict, model: str) -> None:
+    """Latency trials at the load fractions of the rate a search found (CSIT's latency under load).
+
+    Each trial is recorded with ``purpose=latency``, the ``goal`` and ``load_fraction``.
+    """
+    goal, rates = latency_rates(params, results, gen.describe().get("latency_pps") or 0)
+    for fraction, rate in rates:
+        t = run_trial(gen, rate, params.trial.duration_s, frame_size,
+                      bidirectional=params.traffic.bidirectional, kind="trial",
+                      extra={"model": model, "load_fraction": fraction})
+        bar.trial()
+        rec.trial(t, purpose="latency", goal=goal, load_fraction=fraction, repetition=rep, **labels)

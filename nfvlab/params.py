@@ -217,6 +217,21 @@ AnyGenerator = Annotated[Union[Annotated[GeneratorParams, Tag("embedded")], Anno
 """``generator:`` of a lab profile: ``kind: embedded`` (the default) or ``kind: trex`` (docs/trex.md)."""
 
 
+class K8sPlacement(_Strict):
+    """Where one pod of a scenario goes: a named node or nodes carrying labels (one of the two)."""
+
+    node: Optional[str] = Field(default=None, min_length=1)
+    """Node name (``kubernetes.io/hostname``)."""
+    node_labels: dict[str, str] = Field(default_factory=dict)
+    """Node labels the pod's node must carry; the scheduler picks among the nodes that do."""
+
+    @model_validator(mode="after")
+    def _one(self) -> "K8sPlacement":
+        if (self.node is None) == (not self.node_labels):
+            raise ValueError("give node or node_labels (one of the two)")
+        return self
+
+
 class KubernetesParams(_Strict):
     """The ``kubernetes:`` block of a lab profile with ``kind: kubernetes`` (docs/kubernetes.md)."""
 
@@ -227,7 +242,8 @@ class KubernetesParams(_Strict):
     namespace_prefix: str = Field(default="nfvlab", pattern=r"^[a-z0-9]([a-z0-9-]{0,40}[a-z0-9])?$")
     """Every run gets its own namespace ``<prefix>-<run id>``, labelled with the run id."""
     node: str = Field(min_length=1)
-    """Worker node the scenario's pods are placed on (``nodeName``), recorded with every run."""
+    """Worker node the scenario's pods are placed on (by node selector) unless ``placement``
+    says otherwise; its kubelet configuration is the lab's provenance."""
     nics: list[str] = Field(min_length=2, max_length=2)
     """The worker node's two NIC ports (netdevs) the generator is cabled to: the macvlan
     masters, bridge ports or host-devices of the models' secondary networks."""
@@ -245,6 +261,25 @@ class KubernetesParams(_Strict):
     instead of rendering them (e.g. a Userspace CNI or VPP network a cluster already has)."""
     sriov_resource: str = "intel.com/intel_sriov_netdevice"
     """Device-plugin resource of the SR-IOV VFs (two per pod)."""
+    device_resources: dict[str, dict[str, Annotated[int, Field(ge=1)]]] = Field(default_factory=dict)
+    """Model -> device-plugin resources each NF pod of it requests, e.g.
+    ``{afxdp-cni: {afxdp/myPool: 2}}``; checked against node allocatable before anything exists."""
+    placement: dict[Annotated[str, Field(pattern=r"^(pod[1-9]|noisy)$")], K8sPlacement] = Field(
+        default_factory=dict)
+    """Pod (``pod1``, ``pod2`` of a chain, ``noisy``) -> node or node labels; default: ``node``
+    (the noisy neighbour: the node ``pod1`` was placed on)."""
+    tolerations: list[dict[str, str]] = Field(default_factory=list)
+    """Tolerations every pod carries (nodes tainted for benchmarking), as in a pod spec."""
+    calico_vpp_memif_ports: Optional[str] = Field(default=None, pattern=r"^(tcp|udp):\d+(-\d+)?(,(tcp|udp):\d+(-\d+)?)*$")
+    """``vpp`` through Calico/VPP's memif (seed 003): the pod annotation
+    ``cni.projectcalico.org/vppExtraMemifPorts`` with these ports, e.g. ``udp:1024-65535``;
+    needs Calico/VPP as the cluster's primary CNI (detected, never installed)."""
+    noisy_image: Optional[str] = None
+    """Image with ``stress-ng`` for the noisy-neighbour pod; unset: the noisy neighbour is not
+    realizable."""
+    cni_conf_dir: Optional[str] = None
+    """The node's CNI configuration directory, recorded when readable from here (the node is
+    this host, ``cabling: local``)."""
     ready_timeout_s: float = Field(default=60.0, gt=0, le=3600)
     """How long pods may take to become Ready before the run fails with the scheduler's reason."""
     schema_version: str = Field(default="1.37.0", pattern=r"^1\.\d+\.\d+$")
@@ -348,6 +383,20 @@ class ExperimentParams(_Strict):
     traffic: TrafficParams = Field(default_factory=TrafficParams)
     trial: TrialParams = Field(default_factory=TrialParams)
     search: SearchParams = Field(default_factory=SearchParams)
+    latency_load_fractions: list[Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=lambda: [0.0, 0.1, 0.5, 0.9])
+    """Latency under load: after each search, one latency trial at each of these fractions
+    (0..1) of the rate found for ``latency_goal``, as FD.io CSIT does; 0 = probes only (a
+    trial at ``traffic.latency_pps``). Empty: no latency trials."""
+    latency_goal: Literal["ndr", "pdr"] = "pdr"
+    """Goal whose rate the load fractions apply to (the search's first goal when it has no such goal)."""
+
+    @field_validator("latency_load_fractions")
+    @classmethod
+    def _unique_fractions(cls, v: list[float]) -> list[float]:
+        if len(set(v)) != len(v):
+            raise ValueError("each load fraction once")
+        return v
 
     @model_validator(mode="after")
     def _density_switch(self) -> "ExperimentParams":
@@ -413,12 +462,64 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
-def _read_mapping(path: Path) -> dict:
-    """A params file's top-level mapping; one-line ParamsError if it cannot be read or is not one."""
+#: Largest params file read, bytes (ours are a few kB).
+MAX_PARAMS_BYTES = 1 << 20
+#: Deepest nesting of mappings/sequences in a params file (ours: 4).
+MAX_PARAMS_DEPTH = 32
+
+
+def _read_text(path: Path) -> str:
+    """The text of a params file: a regular file, at most :data:`MAX_PARAMS_BYTES`, UTF-8, no NUL."""
     try:
-        text = path.read_text()
+        if path.exists() and not path.is_file():
+            raise ParamsError(f"{path}: not a regular file (give a YAML params file)")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_PARAMS_BYTES + 1)
     except OSError as err:
-        raise ParamsError(f"{path}: cannot read ({err.strerror})") from None
+        raise ParamsError(f"{path}: cannot read ({err.strerror or err})") from None
+    if len(raw) > MAX_PARAMS_BYTES:
+        raise ParamsError(f"{path}: larger than {MAX_PARAMS_BYTES} bytes; a params file is a few kB of YAML")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ParamsError(f"{path}: not UTF-8 text (byte {err.start}); a params file is YAML") from None
+    if "\0" in text:
+        raise ParamsError(f"{path}: contains NUL bytes; a params file is YAML text")
+    return text
+
+
+def _check_yaml_shape(text: str) -> None:
+    """Nesting depth, tags and aliases, from the event stream (iterative: no recursion on deep input)."""
+    depth = 0
+    for ev in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_PARAMS_DEPTH:
+                raise ValueError(f"nested deeper than {MAX_PARAMS_DEPTH} levels",
+                                 ev.start_mark.line)
+        elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+        if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None):
+            raise ValueError("anchors and aliases (&, *) are not allowed", ev.start_mark.line)
+        tag = getattr(ev, "tag", None)
+        # Only an explicit tag in the text sets it (plain scalars leave it None).
+        if tag is not None and not (isinstance(ev, yaml.ScalarEvent) and ev.implicit[0]):
+            raise ValueError(f"YAML tags ({tag}) are not allowed", ev.start_mark.line)
+
+
+def _read_mapping(path: Path) -> dict:
+    """A params file's top-level mapping; one-line ParamsError if it cannot be read or is not one.
+
+    Read safely: a regular file of at most :data:`MAX_PARAMS_BYTES`, UTF-8, nested
+    at most :data:`MAX_PARAMS_DEPTH` deep, without YAML tags, anchors or aliases.
+    """
+    text = _read_text(path)
+    try:
+        _check_yaml_shape(text)
+    except ValueError as err:
+        raise ParamsError(f"{path}: line {err.args[1] + 1}: {err.args[0]}") from None
+    except yaml.YAMLError:
+        pass  # safe_load below reports it with its line
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:

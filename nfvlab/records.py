@@ -10,7 +10,11 @@ Every object has a ``type``:
     One :class:`~nfvlab.trial.TrialResult` (``result``) with its ``seq`` number
     in the run and free ``labels`` (search, context).
 ``search``
-    A search's result, an opaque dict (``result``), with ``labels``.
+    A search's result, an opaque dict (``result``), with ``labels``. nfvlab
+    writes :meth:`nfvlab.search.SearchResult.to_dict` without the trials: the
+    RFC 9971 goal applied (``goal_*``), the relevant bounds, the conditional
+    throughput, ``flags`` / ``regular`` (rates per direction, packets/s; see
+    ``docs/records.md``). Older records lack some of these fields.
 ``note``
     Free ``text`` with ``labels`` (e.g. ``"not realizable: no SR-IOV"``).
 ``end``
@@ -37,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Union
 
 from nfvlab.provenance import utc_now
+from nfvlab.system import signals
 from nfvlab.trial import TrialResult
 
 if TYPE_CHECKING:  # pandas is imported lazily: writing records must stay cheap
@@ -122,6 +127,14 @@ def _check_labels(labels: dict) -> dict:
     return dict(labels)
 
 
+class RecordWriteError(RuntimeError):
+    """A record could not be written (no space, read-only file system, no permission).
+
+    Its text is one line naming the file and the cause. The record being
+    written was removed again: the file never ends in a torn line.
+    """
+
+
 class RecordWriter:
     """Append the records of one run to a JSON Lines file, durably.
 
@@ -188,9 +201,13 @@ class RecordWriter:
 
     # -- low level ----------------------------------------------------------
     def _open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        created = not self.path.exists()
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            created = not self.path.exists()
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as err:
+            raise RecordWriteError(f"records file {self.path}: cannot open it for appending: "
+                                   f"{err.strerror or err}") from None
         if created:  # make the new directory entry itself durable
             _fsync_dir(self.path.parent)
         else:
@@ -205,11 +222,24 @@ class RecordWriter:
 
     def _write_bytes(self, data: bytes) -> None:
         assert self._fd is not None
-        view = memoryview(data)
-        while view:  # a regular file only writes short on ENOSPC/EFBIG or a signal
-            n = os.write(self._fd, view)
-            view = view[n:]
-        os.fsync(self._fd)
+        start = os.lseek(self._fd, 0, os.SEEK_END)  # where this record begins (O_APPEND)
+        try:
+            # A signal must not leave half a line: it is raised once the line is down.
+            with signals.deferred():
+                view = memoryview(data)
+                while view:  # a regular file only writes short on ENOSPC/EFBIG
+                    n = os.write(self._fd, view)
+                    view = view[n:]
+                os.fsync(self._fd)
+        except OSError as err:
+            try:
+                os.ftruncate(self._fd, start)  # no torn record (truncating needs no space)
+            except OSError:
+                pass
+            raise RecordWriteError(
+                f"records file {self.path}: {err.strerror or err} while recording; the run stopped "
+                "(free space or fix permissions, then re-run: an experiment resumes)") from None
+        signals.checkpoint()
 
     def _write(self, record: dict) -> dict:
         if self._fd is None or self._ended:
@@ -261,6 +291,10 @@ class RecordWriter:
                         "trials": self.trials,
                     }
                 )
+        except RecordWriteError:
+            if exc_type is None:
+                raise
+            # The run already failed (often: the same full disk); that error is the one to show.
         finally:
             self._ended = True
             self._close()

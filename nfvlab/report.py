@@ -51,6 +51,9 @@ CAPTIONS = {
     "combination": "Throughput per model and frame size at NUMA s1 (this host; draft Figure 16 beside)",
     "numa": "Throughput per NUMA scenario at 1518 B (this host; draft Figure 17 beside)",
     "mrr": "MRR matrix cells (this host; density note cells and core usage beside)",
+    "latency": "Latency under load (this host): one-way latency percentiles p50 .. p99.9 of the probes at "
+               "fractions of the rate found (load_fraction; 0 = probes only), mean, sd and 95 % CI over "
+               "repetitions (n), ns",
     "claims": "The draft's claims on this host (verdict: holds / contradicted / inconclusive / not testable, "
               "with the deciding pair's test, Holm-adjusted p, effect size and n)",
 }
@@ -124,6 +127,10 @@ def experiment_sections(letter: str, tables_dir: PathLike, figures_dir: PathLike
             out.append(Section(CAPTIONS[name], f"*Not run yet*: `{p.name}` is missing.", None, []))
             continue
         frames.append(_read(p))
+        if name == "latency" and frames[-1].empty:
+            out.append(Section(CAPTIONS[name], "*No latency trials* in these records (probes off, or "
+                               "recorded before latency under load).", None, []))
+            continue
         out.append(Section(CAPTIONS[name], "", frames[-1], []))
     nr = _not_realizable(frames)
     out.append(Section(f"{title.split(':')[0]}: not realizable or not measured on this host",

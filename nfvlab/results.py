@@ -42,6 +42,12 @@ def _runs(paths: Union[PathLike, Iterable[PathLike]], run: str) -> list[tuple[Pa
     return out
 
 
+#: RFC 9971 fields of a search record that :func:`searches_frame` keeps as columns (besides ``flags``).
+SEARCH_RFC9971 = ("conditional_throughput_pps", "regular", "min_rate_pps", "max_rate_pps", "directions",
+                  "goal_exceed_ratio", "goal_final_trial_duration_s", "goal_duration_sum_s", "goal_relative_width",
+                  "goal_initial_trial_duration_s")
+
+
 def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> pd.DataFrame:
     """One row per search result.
 
@@ -60,7 +66,14 @@ def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "lates
         ``frame_size`` (int or "IMIX"), ``repetition``, ``goal`` (ndr/pdr/mrr), ``method``, ``loss_ratio``,
         ``throughput_pps`` (per direction), ``lower_bound_pps``, ``upper_bound_pps``,
         ``throughput_gbps_l1`` / ``throughput_gbps_l2`` (per direction, at the frame
-        size), ``n_trials``, ``trial_seconds``, ``generator_limited`` (True/False/None).
+        size), ``n_trials``, ``trial_seconds``, ``generator_limited`` (True/False/None);
+        the RFC 9971 fields of :class:`nfvlab.search.SearchResult`: ``conditional_throughput_pps``
+        (per direction), ``regular`` (True/False; None for MRR and older records),
+        ``flags`` (``;``-joined, e.g. ``max-load-is-lower-bound``; empty when none),
+        ``min_rate_pps`` / ``max_rate_pps`` (per direction), ``directions`` and the
+        goal attributes ``goal_exceed_ratio``, ``goal_final_trial_duration_s``,
+        ``goal_duration_sum_s``, ``goal_relative_width``, ``goal_initial_trial_duration_s``
+        (None in records written before they existed).
     """
     rows = []
     for _path, recs in _runs(paths, run):
@@ -81,24 +94,32 @@ def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "lates
                 "throughput_gbps_l2": linerate.pps_to_gbps(tp, fs, 2) if tp is not None else None,
                 "n_trials": res.get("n_trials"), "trial_seconds": res.get("trial_seconds"),
                 "generator_limited": res.get("generator_limited"),
+                **{k: res.get(k) for k in SEARCH_RFC9971}, "flags": ";".join(res.get("flags") or ()),
             })
     cols = ["experiment", "run_id", "model", *CONFIG_LABELS, "frame_size", "repetition", "goal", "method", "loss_ratio",
             "throughput_pps", "lower_bound_pps", "upper_bound_pps", "throughput_gbps_l1",
-            "throughput_gbps_l2", "n_trials", "trial_seconds", "generator_limited"]
+            "throughput_gbps_l2", "n_trials", "trial_seconds", "generator_limited", *SEARCH_RFC9971, "flags"]
     return pd.DataFrame(rows, columns=cols)
 
 
+#: Latency columns of :func:`latency_frame` (one-way, nanoseconds).
+LATENCY_NS = ("min_ns", "avg_ns", "p50_ns", "p90_ns", "p95_ns", "p99_ns", "p999_ns", "max_ns")
+
+
 def latency_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> pd.DataFrame:
-    """One row per direction of each latency trial (run at the rate a search found).
+    """One row per direction of each latency trial (at a fraction of the rate a search found).
 
     Returns
     -------
     pandas.DataFrame
         ``model``, the :data:`CONFIG_LABELS`, ``frame_size``, ``repetition``, ``goal``,
-        ``rate_pps``, ``direction``
-        (``tx -> rx``), ``loss_ratio`` of that trial, ``probes_received``, and
-        ``min_ns`` / ``avg_ns`` / ``p50_ns`` / ``p90_ns`` / ``p99_ns`` / ``max_ns``
-        (one-way latency, nanoseconds).
+        ``load_fraction`` (of the goal's rate, 0..1; 0 = probes only; 1.0 for records
+        written before latency under load, which measured at the rate found),
+        ``rate_pps``, ``direction`` (``tx -> rx``), ``loss_ratio`` of that trial,
+        ``probes_received``, ``min_ns`` / ``avg_ns`` / ``p50_ns`` / ``p90_ns`` / ``p95_ns`` /
+        ``p99_ns`` / ``p999_ns`` / ``max_ns`` (one-way latency, nanoseconds; NaN where
+        a record lacks one) and ``hdr_histogram`` (base64 HDR histogram,
+        :func:`nfvlab.traffic.stats.decode_histogram`; None in older records).
     """
     rows = []
     for _path, recs in _runs(paths, run):
@@ -111,13 +132,16 @@ def latency_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest
                 rows.append({"model": lab.get("model"), **{k: lab.get(k) for k in CONFIG_LABELS},
                              "frame_size": t["frame_size"],
                              "repetition": lab.get("repetition"), "goal": lab.get("goal"),
+                             "load_fraction": float(lab.get("load_fraction", 1.0)),
                              "rate_pps": t["rate_pps"], "direction": f"{d['tx_port']} -> {d['rx_port']}",
                              "loss_ratio": t["loss_ratio"], "probes_received": lat["probes_received"],
-                             **{k: lat[k] for k in ("min_ns", "avg_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns")}})
-    return pd.DataFrame(rows, columns=["model", *CONFIG_LABELS, "frame_size", "repetition", "goal",
-                                       "rate_pps", "direction",
-                                       "loss_ratio", "probes_received", "min_ns", "avg_ns", "p50_ns",
-                                       "p90_ns", "p99_ns", "max_ns"])
+                             **{k: lat.get(k) for k in LATENCY_NS}, "hdr_histogram": lat.get("hdr_histogram")})
+    df = pd.DataFrame(rows, columns=["model", *CONFIG_LABELS, "frame_size", "repetition", "goal",
+                                     "load_fraction", "rate_pps", "direction", "loss_ratio", "probes_received",
+                                     *LATENCY_NS, "hdr_histogram"])
+    for col in LATENCY_NS:
+        df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
+    return df
 
 
 def not_realizable_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> pd.DataFrame:

@@ -108,7 +108,7 @@ class TrialResult:
                 sent_packets=x["sent_packets"],
                 received_packets=x["received_packets"],
                 duration_s=x["duration_s"],
-                latency=LatencyStats(**x["latency"]),
+                latency=LatencyStats.from_dict(x["latency"]),
                 foreign_packets=x.get("foreign_packets", 0),
                 duplicate_packets=x.get("duplicate_packets", 0),
                 reordered_packets=x.get("reordered_packets", 0),

@@ -5,8 +5,9 @@ realizable (with the host's reason) -- each distinct in the table and the figure
 """
 import numpy as np
 import pytest
+from scipy import stats as st
 
-from nfvlab import analysis, stats
+from nfvlab import analysis, results, stats
 from nfvlab.records import RecordWriter
 from nfvlab.search import SyntheticDut, rfc2544_search
 
@@ -110,3 +111,91 @@ def test_outputs_are_byte_identical_when_rewritten(tmp_path):
                                           tmp_path / d / "f", tmp_path / d / "m.json")
         outs.append([x.read_bytes() for x in paths])
     assert outs[0] == outs[1]
+
+
+# --------------------------------------------------------------------------- throughput intervals
+def _records(path, values, regular=None):
+    """One search record per (model, value) pair of ``values`` = {model: [pps per repetition]}."""
+    with RecordWriter(path, "a", {}, provenance={}) as rec:
+        for model, vs in values.items():
+            for rep, v in enumerate(vs):
+                res = {"goal": "ndr", "method": "synthetic", "loss_ratio": 0.0, "throughput_pps": float(v),
+                       "regular": None if regular is None else regular.get((model, rep), True)}
+                rec.search(res, model=model, frame_size=64, repetition=rep)
+    return path
+
+
+def test_config_table_interval_is_the_t_interval_of_the_repetitions(tmp_path):
+    p = _records(tmp_path / "a.jsonl", {"m": [100.0, 102.0, 104.0], "one": [5.0]},
+                 regular={("m", 2): False})
+    t = analysis.config_table(results.searches_frame(p), results.not_realizable_frame(p),
+                              {"model": ["m", "one"], "frame_size": [64]}, "ndr").set_index("model")
+    half = st.t.ppf(0.975, 2) * 2.0 / np.sqrt(3)  # sd 2, n 3
+    assert t.loc["m", ["n", "mean_pps", "ci_low_pps", "ci_high_pps"]].tolist() == pytest.approx(
+        [3, 102.0, 102.0 - half, 102.0 + half])
+    assert t.loc["m", "n_irregular"] == 1 and t.loc["one", "n_irregular"] == 0
+    assert t.loc["one", "n"] == 1 and np.isnan(t.loc["one", "ci_low_pps"])  # no interval from one value
+
+
+def test_config_table_interval_covers_the_known_mean_at_its_level(tmp_path):
+    # 300 configurations, 3 repetitions each, throughput ~ N(80 kpps, 1.5 kpps).
+    rng = np.random.default_rng(11)
+    values = {f"m{i}": rng.normal(80_000.0, 1_500.0, 3) for i in range(300)}
+    p = _records(tmp_path / "a.jsonl", values)
+    t = analysis.config_table(results.searches_frame(p), results.not_realizable_frame(p),
+                              {"model": list(values), "frame_size": [64]}, "ndr")
+    covered = ((t["ci_low_pps"] <= 80_000) & (80_000 <= t["ci_high_pps"])).mean()
+    assert 0.92 <= covered <= 0.98, covered
+    assert (t["n_irregular"] == 0).all()
+
+
+# --------------------------------------------------------------------------- latency under load
+def _latency_records(path, scales):
+    """Throughput searches plus latency trials whose probes are 1..10 000 x scale ns (known percentiles).
+
+    ``scales`` = {(load_fraction, repetition): scale}.
+    """
+    from nfvlab.traffic.stats import DirectionStats, LatencyStats, encode_histogram, histogram_of
+    from nfvlab.trial import TrialResult
+
+    with RecordWriter(path, "a", {}, provenance={}) as rec:
+        for rep in range(3):
+            rec.search({"goal": "ndr", "method": "synthetic", "loss_ratio": 0.0, "throughput_pps": 100_000.0},
+                       model="macvlan", frame_size=64, repetition=rep, goal="ndr")
+        for (fraction, rep), scale in scales.items():
+            values = np.arange(1, 10_001) * scale
+            lat = LatencyStats(10_000, 10_000, min_ns=float(scale), max_ns=10_000.0 * scale,
+                               p50_ns=5000.0 * scale, hdr_histogram=encode_histogram(histogram_of(values)))
+            d = DirectionStats("a", "b", 10_000, 10_000, 10_000, 1.0, lat)
+            rec.trial(TrialResult(max(fraction * 100_000, 1000), 1.0, 64, (d,)), purpose="latency", goal="ndr",
+                      load_fraction=fraction, repetition=rep, model="macvlan")
+    return path
+
+
+def test_latency_table_and_spectrum_figures_from_histograms(tmp_path):
+    scales = {(f, rep): int((1 + 4 * f) * (10 + rep)) for f in (0.0, 0.5) for rep in range(3)}
+    p = _latency_records(tmp_path / "a.jsonl", scales)
+    t = analysis.tables("a", p, ["macvlan"])["latency"]
+    assert list(t.columns[:5]) == ["model", "frame_size", "goal", "load_fraction", "percentile"]
+    assert len(t) == 2 * 5 and (t["n"] == 3).all()
+    row = t[(t["load_fraction"] == 0.5) & (t["percentile"] == "p99")].iloc[0]
+    expect = [9900 * scales[(0.5, rep)] for rep in range(3)]
+    assert row["mean_ns"] == pytest.approx(np.mean(expect), rel=1e-3)
+    assert row["sd_ns"] == pytest.approx(np.std(expect, ddof=1), rel=1e-2)
+    paths = analysis.write_experiment("a", p, ["macvlan"], tmp_path / "t", tmp_path / "f", tmp_path / "m.json")
+    names = [x.name for x in paths]
+    assert "experiment_a_latency.csv" in names and "experiment_a_latency_macvlan.png" in names
+    again = analysis.write_experiment("a", p, ["macvlan"], tmp_path / "t2", tmp_path / "f2", tmp_path / "m2.json")
+    assert [x.read_bytes() for x in paths] == [x.read_bytes() for x in again]
+
+
+def test_irregular_results_are_named_for_the_figures(tmp_path):
+    p = _records(tmp_path / "a.jsonl", {"m": [100.0, 102.0, 104.0], "ok": [90.0, 91.0]},
+                 regular={("m", 0): False, ("m", 2): False})
+    t = analysis.config_table(results.searches_frame(p), results.not_realizable_frame(p),
+                              {"model": ["m", "ok"], "frame_size": [64]}, "ndr")
+    note = analysis.irregular_note(t, ["model", "frame_size"])
+    assert note.startswith("irregular (RFC 9971") and note.endswith(": m 64 (2 of 3)")
+    assert analysis.irregular_note(t[t["model"] == "ok"], ["model"]) is None
+    fig = analysis.throughput_figure(t, "t", tmp_path / "f.png", dpi=50)
+    assert fig.stat().st_size > 0

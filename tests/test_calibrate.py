@@ -20,6 +20,28 @@ def test_ndr_search_on_tbf_path_lands_on_its_capacity(clean_host, method):
     assert lab_residue() == NO_RESIDUE
 
 
+@pytest.mark.lab
+@pytest.mark.parametrize("frame_size", [64, 512, 1518])
+def test_ndr_on_a_shallow_buffer_path_lands_on_its_capacity(clean_host, frame_size):
+    """The path buffers 6 frames of 1518 B: bursts of the offered traffic (a catch-up after
+    the sender was preempted) are lost below capacity, so only smooth pacing finds it
+    (before SCHED_FIFO pacing with bounded catch-up: -20 % at 1518 B, every time).
+
+    One search may be repeated: this VM stalls even a SCHED_FIFO thread for 20-30 ms now
+    and then (seen in 3 of 12 one-second trials under a load average of 3.5), longer than
+    the generator's slip budget (1 % of the duration), and at 98 % of capacity a 6-frame
+    buffer cannot absorb the catch-up. Both searches failing is a failure."""
+    errors = []
+    for _ in range(2):
+        result, err = calibrate.check_known_path(EmbeddedLab(), GeneratorParams(), frame_size, 30_000,
+                                                 duration_s=1.0, relative_width=0.005, path="tbf-shallow")
+        errors.append((result.throughput_pps, err))
+        if abs(err) <= 0.02:
+            break
+    assert abs(errors[-1][1]) <= 0.02, errors
+    assert lab_residue() == NO_RESIDUE
+
+
 def _result(throughput_pps):
     return SearchResult(method="rfc2544", goal="ndr", loss_ratio=0.0, lower_bound_pps=throughput_pps,
                         upper_bound_pps=throughput_pps * 1.01, throughput_pps=throughput_pps,

@@ -12,10 +12,12 @@ from conftest import NO_RESIDUE, lab_residue
 from nfvlab import params as P
 from nfvlab import results as R
 from nfvlab.experiment import Progress, run_experiment, scenarios
+from nfvlab.latency import latency_percentiles
 from nfvlab.labs.embedded import EmbeddedLab
 from nfvlab.measure import InputError
 from nfvlab.records import read_records
 from nfvlab.scenario import KnownPath, Scenario
+from nfvlab.traffic.stats import decode_histogram
 
 CAPACITY_PPS = 20_000
 FRAME = 128
@@ -57,8 +59,24 @@ def test_each_search_finds_the_known_capacity_and_unrealizable_models_are_notes(
     for ndr in s["throughput_pps"]:
         # -5 %: scheduler hiccups on a shared 2-CPU host overflow the 64-frame bucket.
         assert CAPACITY_PPS * 0.95 <= ndr <= BUFFER_BOUND * 1.02, ndr
+    # Latency under load: the default fractions 0/10/50/90 % of each repetition's NDR
+    # (no PDR searched), 0 = probes only at the probe rate.
     lat = R.latency_frame(rec)
-    assert len(lat) == 2 and (lat["p50_ns"] > 0).all()
+    assert len(lat) == 2 * 4 and list(lat["load_fraction"]) == [0.0, 0.1, 0.5, 0.9] * 2
+    assert (lat["goal"] == "ndr").all()
+    for rep, ndr in enumerate(s["throughput_pps"]):
+        rates = lat[lat["repetition"] == rep]["rate_pps"].tolist()
+        assert rates == [200.0, pytest.approx(0.1 * ndr), pytest.approx(0.5 * ndr), pytest.approx(0.9 * ndr)]
+    # Below capacity tbf's queue (128 frames of 124 B at 20 kpps) holds a frame at most 6.4 ms.
+    assert ((lat["p50_ns"] > 0) & (lat["p50_ns"] < 6_400_000)).all(), lat["p50_ns"].tolist()
+    trials = [r["result"] for r in read_records(rec) if r["type"] == "trial" and r["labels"]["purpose"] == "latency"]
+    probes_only = [t for t in trials if t["extra"]["load_fraction"] == 0.0]
+    assert all(t["sent_packets"] == t["directions"][0]["latency"]["probes_sent"] == 100 for t in probes_only)
+    for t in trials:
+        d = t["directions"][0]
+        assert decode_histogram(d["latency"]["hdr_histogram"]).get_total_count() == d["latency"]["probes_received"]
+    table = latency_percentiles(lat)
+    assert len(table) == 4 * 5 and (table["n"] == 2).all()
     nr = R.not_realizable_frame(rec)
     assert list(nr["model"]) == ["vpp"] and "VPP" in nr["reason"].iloc[0]
     records = read_records(rec)
@@ -187,3 +205,17 @@ def test_a_refused_run_writes_nothing(clean_host, tmp_path, monkeypatch):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_latency_rates_are_fractions_of_the_chosen_goal():
+    from types import SimpleNamespace as NS
+
+    from nfvlab.experiment import latency_rates
+
+    params = P.validate(P.ExperimentParams, {"experiment": "x", "latency_load_fractions": [0, 0.5, 0.9]})
+    both = [NS(goal="ndr", throughput_pps=80_000.0), NS(goal="pdr", throughput_pps=100_000.0)]
+    assert latency_rates(params, both, 1000) == ("pdr", [(0, 1000.0), (0.5, 50_000.0), (0.9, 90_000.0)])
+    # no PDR searched: the first goal's rate; nothing without a rate or without probes
+    assert latency_rates(params, both[:1], 500) == ("ndr", [(0, 500.0), (0.5, 40_000.0), (0.9, 72_000.0)])
+    assert latency_rates(params, [NS(goal="ndr", throughput_pps=None)], 1000) == (None, [])
+    assert latency_rates(params, both, 0) == (None, [])

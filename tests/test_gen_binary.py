@@ -135,8 +135,12 @@ def run_gen(gen: str, *args: str, timeout: float = 10) -> tuple[dict, float]:
 
 def check_latency(lat: dict) -> None:
     assert lat["probes_received"] == lat["probes_sent"] > 0
-    assert 0 < lat["min_ns"] <= lat["p50_ns"] <= lat["p90_ns"] <= lat["p99_ns"] <= lat["max_ns"]
+    assert 0 < lat["min_ns"] <= lat["p50_ns"] <= lat["p90_ns"] <= lat["p95_ns"] <= lat["p99_ns"] \
+        <= lat["p999_ns"] <= lat["max_ns"]
     assert lat["min_ns"] <= lat["avg_ns"] <= lat["max_ns"]
+    samples = lat["samples_ns"]
+    assert len(samples) == lat["probes_received"] and samples == sorted(samples)
+    assert (samples[0], samples[-1]) == (lat["min_ns"], lat["max_ns"])
 
 
 def mix_bytes(sizes: list[tuple[int, int]], count: int) -> int:
@@ -163,6 +167,43 @@ def test_unidirectional_64b_exact_counts_and_latency(gen, count, pair):
     assert rx_delta(b, before_b) == ((20000 + 1000), (20000 + 1000) * 60)
     assert a.counters()["tx"]["packets"] - before_a["tx"]["packets"] == 20000 + 1000
     assert 0.99 < s["tx_elapsed_s"] < 1.05
+
+
+def nearest_rank(sorted_values: list[int], permille: int) -> int:
+    return sorted_values[max(1, (permille * len(sorted_values) + 999) // 1000) - 1]
+
+
+def test_latency_of_a_known_queue_and_exact_percentiles(gen, count, pair):
+    """A full queue of known size: tbf on gva at 10 kpps of 64 B frames (60 B on a veth)
+    holding 6000 B, offered 15 kpps, so every frame it admits waits behind a full queue:
+    6000 B / 600 kB/s = 10 ms (netem, the usual fixed delay, is not in this kernel)."""
+    a, b = pair
+    run("ip", "netns", "exec", a.ns, "tc", "qdisc", "add", "dev", a.ifname, "root", "tbf", "rate", "600000bps",
+        "burst", "600", "limit", "6000")
+    out, _ = run_gen(gen, "--duration-s", "1", "--frame-size", "64", "--latency-pps", "500", *count,
+                     "--stream", stream(a, b, 15000))
+    lat = out["streams"][0]["latency"]
+    assert 0 < lat["probes_received"] <= lat["probes_sent"] <= 500  # a full qdisc refuses frames
+    samples = lat["samples_ns"]
+    assert len(samples) == lat["probes_received"] and samples == sorted(samples)
+    # Queue wait 10 ms minus at most a frame-time (0.1 ms) and the burst (10 frames, 1 ms);
+    # the first ~20 ms of probes, before the queue filled, sit below the median.
+    assert 8_500_000 <= lat["p50_ns"] <= 11_000_000, {k: v for k, v in lat.items() if k != "samples_ns"}
+    assert lat["p999_ns"] <= 12_000_000, lat
+    for name, permille in (("p50_ns", 500), ("p90_ns", 900), ("p95_ns", 950), ("p99_ns", 990), ("p999_ns", 999)):
+        assert lat[name] == nearest_rank(samples, permille), name
+    assert lat["avg_ns"] == pytest.approx(sum(samples) / len(samples), abs=0.1)
+
+
+def test_probes_only_trial(gen, count, pair):
+    """A load rate of 1e-9 pps sends no load frame: the trial is the probes alone (latency at 0 % load)."""
+    a, b = pair
+    out, _ = run_gen(gen, "--duration-s", "1", "--frame-size", "64", "--latency-pps", "300", *count,
+                     "--stream", stream(a, b, 1e-9))
+    (s,) = out["streams"]
+    assert s["intended"] == s["sent"] == 0
+    check_counts(s, 0, 300)
+    check_latency(s["latency"])
 
 
 @pytest.mark.parametrize("sizes", [[(1518, 1)], IMIX], ids=["1518B", "imix"])
@@ -275,6 +316,44 @@ def test_frame_format_imix_flows(gen, count, pair):
         assert f[42:60] == b"NFVL" + bytes.fromhex("deadbeef") + bytes([0, 1]) + seq.to_bytes(8, "big")
 
 
+def stalled_trial(gen: str, count: list[str], a: Port, b: Port, stall_s: float) -> dict:
+    """A 1 s trial at 20 kpps whose process is stopped (SIGSTOP) for ``stall_s`` after 0.3 s."""
+    proc = subprocess.Popen([gen, "--duration-s", "1", "--latency-pps", "0", *count,
+                             "--stream", stream(a, b, 20000)], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGSTOP)
+    time.sleep(stall_s)
+    proc.send_signal(signal.SIGCONT)
+    out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 0
+    report = json.loads(out)
+    assert report["sched"] == "fifo"  # root may run the TX thread SCHED_FIFO
+    return report["streams"][0]
+
+
+def test_a_stall_slips_the_schedule_instead_of_a_catch_up_burst(gen, count, pair):
+    """After a stall the frames keep their spacing and the trial ends later (by the slip);
+    no frame is lost or left unsent."""
+    a, b = pair
+    s = stalled_trial(gen, count, a, b, 0.005)
+    assert s["sent"] == s["received"] == s["intended"] == 20000
+    assert s["burst"] == 2  # 20 kpps: 1 frame per 50 us, but a frame late is no stall
+    assert s["max_backlog"] >= 0.005 * 20000 * 0.9  # the stall was seen ...
+    assert 0.0045 <= s["slip_s"] <= 0.01  # ... and slipped, within the 1 % budget
+    assert s["tx_elapsed_s"] == pytest.approx(1 + s["slip_s"], abs=0.001)
+
+
+def test_slip_is_bounded_and_the_rest_caught_up(gen, count, pair):
+    """A stall longer than the slip budget (1 % of the duration): the schedule slips by the budget
+    exactly, the rest is sent in catch-up batches, so the offered rate stays within 1 %."""
+    a, b = pair
+    s = stalled_trial(gen, count, a, b, 0.05)
+    assert s["sent"] == s["received"] == s["intended"] == 20000
+    assert s["max_backlog"] >= 0.05 * 20000 * 0.9
+    assert s["slip_s"] == pytest.approx(0.01, abs=1e-6)
+    assert s["tx_elapsed_s"] == pytest.approx(1.01, abs=0.001)
+
+
 def test_interrupt_prints_json_and_exits_130(gen, pair):
     a, b = pair
     # Runs inside namespace A to exercise the "." (current namespace) port form.
@@ -305,6 +384,8 @@ BAD_ARGS = {
     "trial-id-33-bit": (["--trial-id", "4294967296"], 2),
     "count-hook": (["--count-obj", "/x.o", "--count-hook", "xdp"], 2),
     "count-too-long": (["COUNT1E6"], 2),   # 1 Mpps x 86400 s: more than a 2^32-bit bitmap
+    "sched": (["--sched", "rr"], 2),
+    "qdisc-bypass-value": (["--qdisc-bypass=1"], 2),
 }
 
 

@@ -89,7 +89,78 @@ def test_a_cluster_network_named_in_the_profile_is_used_instead_of_rendering():
                                                            ("kube-system", "vpp-memif-b")]
 
 
+def test_placement_by_node_or_labels_and_tolerations_render_strictly_valid():
+    kp = _kparams(placement={"pod1": {"node_labels": {"nfvlab.io/pool": "bench"}}, "noisy": {"node": "w2"}},
+                  tolerations=[{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+                  noisy_image="nfvlab.local/stress-ng:1")
+    objects = render.manifests(Scenario("macvlan", Resources(pinning="shared", noisy_load_pct=40)), kp)
+    pod, noisy = objects[-2], objects[-1]
+    assert pod["spec"]["nodeSelector"] == {"nfvlab.io/pool": "bench"}
+    assert noisy["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "w2"}
+    assert noisy["spec"]["containers"][0]["command"] == ["stress-ng", "--cpu", "1", "--cpu-load", "40",
+                                                          "--timeout", "0"]
+    assert pod["spec"]["tolerations"] == noisy["spec"]["tolerations"] == kp.tolerations
+    # shared pinning: Burstable on the shared pool (requests below limits)
+    res = pod["spec"]["containers"][0]["resources"]
+    assert (res["requests"]["cpu"], res["limits"]["cpu"]) == ("500m", "1")
+    assert [x for o in objects for x in render.validate(o, kp)] == []
+    # without a placement the noisy neighbour goes where pod1 goes
+    kp2 = _kparams(noisy_image="nfvlab.local/stress-ng:1")
+    noisy2 = render.manifests(Scenario("macvlan", Resources(noisy_load_pct=40)), kp2)[-1]
+    assert noisy2["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "worker-1"}
+
+
+def test_a_numa_scenario_is_a_guaranteed_pod():
+    res = render.manifests(Scenario("macvlan", Resources(numa="s2")), _kparams())[-1][
+        "spec"]["containers"][0]["resources"]
+    assert res["requests"]["cpu"] == res["limits"]["cpu"] == "1"
+
+
+def test_device_plugin_resources_and_calico_vpp_memif_render_strictly_valid():
+    kp = _kparams(networks={"afxdp-cni": ["kube-system/afxdp-a", "kube-system/afxdp-b"]},
+                  device_resources={"afxdp-cni": {"afxdp/myPool": 2}}, calico_vpp_memif_ports="udp:1024-65535")
+    objects = render.manifests(Scenario("afxdp-cni"), kp)
+    res = objects[-1]["spec"]["containers"][0]["resources"]
+    assert res["requests"]["afxdp/myPool"] == res["limits"]["afxdp/myPool"] == "2"
+    memif = render.manifests(Scenario("vpp"), kp)
+    assert [o["kind"] for o in memif] == ["Namespace", "Pod"]
+    assert memif[-1]["metadata"]["annotations"] == {"cni.projectcalico.org/vppExtraMemifPorts": "udp:1024-65535"}
+    assert [x for o in objects + memif for x in render.validate(o, kp)] == []
+
+
+def test_the_profile_alone_says_what_cannot_run_once_without_a_cluster():
+    lab = kb.KubernetesLab(P.LabParams(kind="kubernetes", kubernetes=_kparams()))
+    assert lab.check(Scenario("chain-userspace")) == [
+        "chain-userspace cannot run on this cluster: two-pod chains are not mapped to Kubernetes in this "
+        "nfvlab version"]
+    assert lab.check(Scenario("macvlan", Resources(noisy_load_pct=50))) == [
+        "macvlan cannot run on this cluster: the noisy neighbour needs an image with stress-ng "
+        "(kubernetes.noisy_image)"]
+
+
+def test_node_nic_driver_and_offloads_and_cni_conf_are_read_from_this_host(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("creating a veth needs root")
+    nl.veth(None, "nfvkt0", None, "nfvkt1", 1500)  # a node NIC port of known driver (veth)
+    try:
+        subprocess.run(["ethtool", "-K", "nfvkt0", "tso", "off"], check=True, capture_output=True)
+        info = kb.nic_info("nfvkt0")
+        assert info["driver"] == "veth" and info["offloads"]["tcp-segmentation-offload"] == "off"
+        subprocess.run(["ethtool", "-K", "nfvkt0", "tso", "on"], check=True, capture_output=True)
+        assert kb.nic_info("nfvkt0")["offloads"]["tcp-segmentation-offload"] == "on"
+        assert "nfvk-no-such" in kb.nic_info("nfvk-no-such")["error"]
+    finally:
+        nl.delete_link(None, "nfvkt0")
+    (tmp_path / "10-a.conflist").write_text('{"name": "a", "plugins": [{"type": "bridge"}]}')
+    (tmp_path / "99-notes.txt").write_text("ignored")
+    assert kb.cni_conf(str(tmp_path)) == {"10-a.conflist": {"name": "a", "plugins": [{"type": "bridge"}]}}
+    assert "No such file" in kb.cni_conf(str(tmp_path / "absent"))["error"]
+
+
 @pytest.mark.parametrize("bad,match", [
+    ({"placement": {"pod1": {"node": "a", "node_labels": {"x": "y"}}}}, "one of the two"),
+    ({"placement": {"vswitch": {"node": "a"}}}, "placement"),
+    ({"calico_vpp_memif_ports": "sctp:1"}, "calico_vpp_memif_ports"),
     ({"cabling": "external", "tg_macs": None}, "give tg_macs"),
     ({"nics": ["a"]}, "nics"),
     ({"namespace_prefix": "Bad_Prefix"}, "namespace_prefix"),
@@ -112,14 +183,28 @@ def test_cli_renders_yaml_that_round_trips_and_refuses_models_without_networks()
     assert "kubernetes.networks.ovs-dpdk-vhost" in bad.stderr
 
 
+def test_cli_renders_the_calico_vpp_memif_pod_when_the_profile_asks_for_it(tmp_path):
+    prof = yaml.safe_load((REPO / "params/lab.kubernetes.yaml").read_text())
+    bad = nfvlab_cli("lab", "render", "--lab-profile", "params/lab.kubernetes.yaml", "--model", "vpp")
+    assert bad.returncode == 2 and "kubernetes.networks.vpp" in bad.stderr
+    prof["kubernetes"]["calico_vpp_memif_ports"] = "tcp:4444-20000,udp:4444-20000"
+    (tmp_path / "lab.yaml").write_text(yaml.safe_dump(prof))
+    out = nfvlab_cli("lab", "render", "--lab-profile", str(tmp_path / "lab.yaml"), "--model", "vpp",
+                     check=True)
+    pod = [d for d in yaml.safe_load_all(out.stdout) if d["kind"] == "Pod"][0]
+    assert pod["metadata"]["annotations"][render.CALICO_VPP_MEMIF_ANNOTATION] == "tcp:4444-20000,udp:4444-20000"
+
+
 def test_the_shipped_rbac_manifest_is_strictly_valid_and_covers_what_the_backend_calls():
     docs = list(yaml.safe_load_all((REPO / "deploy/rbac.yaml").read_text()))
     kp = _kparams()
     assert [p for d in docs for p in render.validate(d, kp)] == []
     granted = {(r, v) for rule in docs[0]["rules"] for r in rule["resources"] for v in rule["verbs"]}
     needed = {("namespaces", "create"), ("namespaces", "delete"), ("pods", "create"), ("pods/log", "get"),
-              ("network-attachment-definitions", "create"), ("nodes", "get"), ("nodes/proxy", "get"),
-              ("events", "list"), ("customresourcedefinitions", "get")}
+              ("pods", "delete"), ("network-attachment-definitions", "create"),
+              ("network-attachment-definitions", "get"), ("nodes", "get"), ("nodes", "list"),
+              ("nodes/proxy", "get"), ("events", "list"), ("customresourcedefinitions", "get"),
+              ("configmaps", "get"), ("daemonsets", "list"), ("felixconfigurations", "get")}
     assert needed <= granted
 
 
@@ -139,7 +224,9 @@ def cluster():
     from kubernetes import utils
 
     # The backend takes the host lock for each run (local cabling), so the cluster must not hold it.
-    with kc.LocalCluster(lock=False, log=lambda m: None) as k8s:
+    # The Topology Manager aligns Guaranteed pods to one NUMA node (this host has one).
+    with kc.LocalCluster(lock=False, log=lambda m: None,
+                         kubelet_config={"topologyManagerPolicy": "single-numa-node"}) as k8s:
         utils.create_from_dict(k8s.api_client(), kc.nad_crd_manifest())
         for _ in range(50):  # the CRD becomes servable a moment after creation
             if _lab(k8s).ready() == []:
@@ -151,7 +238,7 @@ def cluster():
 def _lab_params(k8s, **kw):
     return P.validate(P.LabParams, {"kind": "kubernetes", "kubernetes": {
         "kubeconfig": str(k8s.kubeconfig), "node": k8s.node_name, "nics": NICS, "cabling": "local",
-        "image_pull_policy": "Never", "ready_timeout_s": 30, **kw}})
+        "image_pull_policy": "Never", "ready_timeout_s": 30, "cni_conf_dir": str(k8s.cni_conf_dir), **kw}})
 
 
 def _lab(k8s, **kw):
@@ -192,6 +279,12 @@ def test_a_trial_through_a_kubernetes_pod_counts_exactly(cluster, clean_host, mo
     assert 0 < info["pod_create_to_interfaces_s"] <= info["pod_create_to_ready_s"] < 30
     assert info["nads"][0]["type"] == render.CNI_OF[model]
     assert info["teardown_s"] > 0
+    # provenance: per-pod deletion time, the node's CNI conf (Multus), its NIC ports' driver, kubelet policies
+    assert 0 < info["pods"]["pod1"]["delete_s"] <= info["teardown_s"]
+    assert any(c.get("type") == "multus" or "multus" in json.dumps(c) for c in info["node_cni_conf"].values())
+    assert {n: d["driver"] for n, d in info["node_nics"].items()} == {NICS[0]: "veth", NICS[1]: "veth"}
+    assert info["kubelet"]["topologyManagerPolicy"] == "single-numa-node"
+    assert info["node_labels"]["kubernetes.io/hostname"] == cluster.node_name
     _nothing_left(cluster)
 
 
@@ -200,10 +293,15 @@ def test_a_trial_through_a_kubernetes_pod_counts_exactly(cluster, clean_host, mo
 def test_exclusive_pinning_is_a_guaranteed_pod_and_what_the_cluster_lacks_is_refused(cluster, clean_host):
     backend = _lab(cluster)
     assert backend.check(Scenario("sriov")) == [
-        f"not realizable on this cluster: node {cluster.node_name} has 0 allocatable "
-        "intel.com/intel_sriov_netdevice (a pod needs 2 VFs)"]
-    assert "NUMA scenario s2" in backend.check(Scenario("macvlan", Resources(numa="s2")))[0]
-    with pytest.raises(LabError, match="not realizable on this cluster"):
+        f"sriov cannot run on this cluster: node {cluster.node_name} has 0 allocatable "
+        "intel.com/intel_sriov_netdevice (a pod needs 2)"]
+    assert backend.check(Scenario("macvlan", Resources(numa="s2"))) == [
+        f"macvlan cannot run on this cluster: NUMA scenario s2 needs 2+ NUMA nodes; {cluster.node_name} has 1 "
+        "(/sys/devices/system/node)"]
+    assert _lab(cluster, placement={"pod1": {"node_labels": {"nfvlab.io/pool": "none"}}}).check(
+        Scenario("macvlan")) == ["macvlan cannot run on this cluster: no Ready node without an untolerated "
+                                 "taint matches node selector nfvlab.io/pool=none"]
+    with pytest.raises(LabError, match="sriov cannot run on this cluster"):
         with backend.open(Scenario("sriov")):
             pass
     assert _namespaces(cluster) == []
@@ -273,6 +371,8 @@ def test_experiment_a_runs_on_the_kubernetes_lab_with_records_and_provenance(clu
     assert list(s["model"]) == ["macvlan"]
     nr = dict(zip(results.not_realizable_frame(rec)["model"], results.not_realizable_frame(rec)["reason"]))
     assert set(nr) == {"sriov", "ovs-dpdk-vhost"} and all("on this cluster" in r for r in nr.values())
+    notes = [r["text"] for r in read_records(rec) if r["type"] == "note"]
+    assert len(notes) == 2 and all(n.count("not realizable") == 1 for n in notes), notes  # said once
     prov = read_records(rec)[0]["provenance"]
     assert prov["lab"]["lab_kind"] == "kubernetes" and prov["lab"]["server_version"] == "v1.37.2"
     assert prov["lab"]["kubelet"]["cpuManagerPolicy"] == "static"
@@ -342,11 +442,8 @@ def sim_node(cluster, tmp_path):
         log.close()
 
 
-def _simulated(objects):
-    """Tolerate the simulated node's taint (a real worker has none)."""
-    pod = objects[-1]
-    pod["spec"]["tolerations"] = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
-    return objects
+#: Tolerating the simulated node's taint (a real worker has none), through the profile.
+SIM_TOLERATIONS = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
 
 
 def _create(core, cluster, objects):
@@ -363,10 +460,10 @@ def _create(core, cluster, objects):
             core.create_namespaced_pod(o["metadata"]["namespace"], o)
 
 
-def _scheduled(core, ns, timeout_s=15.0):
+def _scheduled(core, ns, timeout_s=15.0, name="pod1"):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        pod = core.read_namespaced_pod("pod1", ns)
+        pod = core.read_namespaced_pod(name, ns)
         cond = {c.type: c for c in pod.status.conditions or []}.get("PodScheduled")
         if cond is not None and (cond.status == "True" or cond.reason == "Unschedulable"):
             return pod, cond
@@ -378,16 +475,20 @@ def _scheduled(core, ns, timeout_s=15.0):
 @pytest.mark.k8s
 def test_the_real_scheduler_admits_a_rendered_sriov_pod_on_a_node_with_vfs_and_refuses_too_many(
         cluster, sim_node, clean_host):
-    kp = _lab_params(cluster).kubernetes.model_copy(update={"node": SIM_NODE})
-    assert kb.KubernetesLab(_lab_params(cluster, node=SIM_NODE)).check(
-        Scenario("sriov", Resources(pinning="exclusive", hugepages=True))) == [
-        "not realizable on this cluster: exclusive pinning needs the static CPU manager on sim-worker "
+    kp = _lab_params(cluster, node=SIM_NODE, tolerations=SIM_TOLERATIONS).kubernetes
+    sim = kb.KubernetesLab(_lab_params(cluster, node=SIM_NODE, tolerations=SIM_TOLERATIONS))
+    assert sim.check(Scenario("sriov", Resources(pinning="exclusive", hugepages=True))) == [
+        "sriov cannot run on this cluster: exclusive pinning needs the static CPU manager on sim-worker "
         "(kubelet cpuManagerPolicy: not readable)"]  # a simulated node has no kubelet to ask
-    objects = _simulated(render.manifests(Scenario("sriov", Resources(hugepages=True)), kp, "51a0f1"))
+    assert sim.check(Scenario("sriov", Resources(hugepages=True))) == []
+    # the simulated node's taint keeps a pod without the toleration off it
+    assert kb.KubernetesLab(_lab_params(cluster, node=SIM_NODE)).check(Scenario("sriov"))[0].endswith(
+        "no Ready node without an untolerated taint matches node selector kubernetes.io/hostname=sim-worker")
+    objects = render.manifests(Scenario("sriov", Resources(hugepages=True)), kp, "51a0f1")
     _create(sim_node, cluster, objects)
     pod, cond = _scheduled(sim_node, "nfvlab-51a0f1")
     assert cond.status == "True" and pod.spec.node_name == SIM_NODE
-    greedy = _simulated(render.manifests(Scenario("sriov"), kp, "51a0f2"))
+    greedy = render.manifests(Scenario("sriov"), kp, "51a0f2")
     res = greedy[-1]["spec"]["containers"][0]["resources"]
     res["requests"][kp.sriov_resource] = res["limits"][kp.sriov_resource] = "16"  # the node has 8 VFs
     _create(sim_node, cluster, greedy)
@@ -395,3 +496,140 @@ def test_the_real_scheduler_admits_a_rendered_sriov_pod_on_a_node_with_vfs_and_r
     assert cond.status == "False" and "Insufficient intel.com/intel_sriov_netdevice" in cond.message
     pod = cluster.api_client().sanitize_for_serialization(sim_node.read_namespaced_pod("pod1", "nfvlab-51a0f2"))
     assert "Insufficient intel.com/intel_sriov_netdevice" in kb._why_not_ready(sim_node, pod)
+
+
+def _label_node(core, node, labels):
+    core.patch_node(node, {"metadata": {"labels": labels}})
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+def test_pods_are_placed_by_node_labels_and_the_noisy_neighbour_joins_pod1_on_its_node(
+        cluster, sim_node, clean_host):
+    from nfvlab.traffic.embedded import EmbeddedGenerator
+    from nfvlab.trial import run_trial
+
+    from support import k8s_cluster as kc
+
+    # Both nodes carry the pool label; the simulated one is tainted and the profile does not tolerate
+    # it, so the real scheduler places pod1 on the real node; the noisy neighbour follows pod1.
+    for n in (cluster.node_name, SIM_NODE):
+        _label_node(sim_node, n, {"nfvlab.io/pool": "bench"})
+    try:
+        backend = _lab(cluster, placement={"pod1": {"node_labels": {"nfvlab.io/pool": "bench"}}},
+                       noisy_image=kc.STRESS_IMAGE)
+        sc = Scenario("macvlan", Resources(pinning="shared", noisy_load_pct=30))
+        assert backend.check(sc) == []
+        assert [n["metadata"]["name"] for n in backend.nodes_for("pod1")] == [cluster.node_name]
+        with backend.open(sc) as session:
+            info = session.info
+            result = run_trial(EmbeddedGenerator(session.streams, latency_pps=100), 2000, 0.5, 128)
+        assert [d.received_packets for d in result.directions] == [1000, 1000]
+        assert info["placement"] == {"pod1": cluster.node_name, "noisy": cluster.node_name}
+        assert info["pods"]["pod1"]["node_selector"] == {"nfvlab.io/pool": "bench"}
+        assert info["pods"]["noisy"]["node_selector"] == {"kubernetes.io/hostname": cluster.node_name}
+        assert info["node_labels"]["nfvlab.io/pool"] == "bench"
+        assert info["qos_class"] == info["pods"]["noisy"]["qos_class"] == "Burstable"  # shared = Burstable
+        assert info["pods"]["noisy"]["load_pct"] == 30
+        assert all(p["delete_s"] > 0 for p in info["pods"].values())
+    finally:
+        for n in (cluster.node_name, SIM_NODE):
+            _label_node(sim_node, n, {"nfvlab.io/pool": None})
+    _nothing_left(cluster)
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+def test_a_device_plugin_model_on_the_clusters_nads_is_checked_against_allocatable_and_scheduled(
+        cluster, sim_node, clean_host):
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(cluster.api_client())
+    sim_node.create_namespace({"metadata": {"name": "nfvsim-nets"}})
+    try:
+        for side in "ab":  # NADs the cluster already has (an AF_XDP CNI's), named in the profile
+            custom.create_namespaced_custom_object("k8s.cni.cncf.io", "v1", "nfvsim-nets", "network-attachment-definitions", {
+                "apiVersion": render.NAD_API, "kind": "NetworkAttachmentDefinition",
+                "metadata": {"name": f"afxdp-{side}", "annotations": {
+                    "k8s.v1.cni.cncf.io/resourceName": "afxdp/myPool"}},
+                "spec": {"config": json.dumps({"cniVersion": "0.3.0", "type": "afxdp", "mode": "primary"})}})
+        kw = {"networks": {"afxdp-cni": ["nfvsim-nets/afxdp-a", "nfvsim-nets/afxdp-b"]},
+              "device_resources": {"afxdp-cni": {"afxdp/myPool": 2}}, "tolerations": SIM_TOLERATIONS}
+        # a simulated node carries no traffic: external cabling (the generator's MACs given)
+        on_sim = {"placement": {"pod1": {"node_labels": {"type": "kwok"}}}, "cabling": "external",
+                  "tg_macs": ["02:00:00:00:aa:01", "02:00:00:00:aa:02"]}
+        sc = Scenario("afxdp-cni")
+        assert _lab(cluster, **kw).check(sc) == [  # the real node has no AF_XDP pool
+            f"afxdp-cni cannot run on this cluster: node {cluster.node_name} has 0 allocatable afxdp/myPool "
+            "(a pod needs 2)"]
+        assert _lab(cluster, **kw, **on_sim).check(sc) == []
+        assert _lab(cluster, **kw, placement=on_sim["placement"]).check(sc) == [
+            f"afxdp-cni cannot run on this cluster: with cabling local the NIC ports are on {cluster.node_name}, "
+            "which the node selector type=kwok does not select (it selects sim-worker)"]
+        assert _lab(cluster, **{**kw, "device_resources": {"afxdp-cni": {"afxdp/myPool": 8}}}, **on_sim).check(sc) == [
+            "afxdp-cni cannot run on this cluster: node sim-worker has 4 allocatable afxdp/myPool (a pod needs 8)"]
+        assert _lab(cluster, **{**kw, "networks": {"afxdp-cni": ["nfvsim-nets/afxdp-a", "nfvsim-nets/nope"]}},
+                    **on_sim).check(sc) == [
+            "afxdp-cni cannot run on this cluster: the cluster has no NetworkAttachmentDefinition nfvsim-nets/nope"]
+        kp = _lab_params(cluster, **kw, **on_sim).kubernetes
+        objects = render.manifests(sc, kp, "af0001")
+        assert [o["kind"] for o in objects] == ["Namespace", "Pod"]
+        assert [x for o in objects for x in render.validate(o, kp)] == []
+        _create(sim_node, cluster, objects)
+        pod, cond = _scheduled(sim_node, "nfvlab-af0001")
+        assert cond.status == "True" and pod.spec.node_name == SIM_NODE
+    finally:
+        sim_node.delete_namespace("nfvsim-nets", grace_period_seconds=0)
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+def test_the_primary_cni_is_detected_from_what_it_installs_and_ebpf_models_follow_it(cluster, clean_host):
+    from kubernetes import client
+
+    api = cluster.api_client()
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    none = _lab(cluster)
+    assert none.primary_cni()["name"] is None
+    assert none.check(Scenario("ebpf-tc")) == [
+        "ebpf-tc cannot run on this cluster: ebpf-tc is the cluster's primary CNI in eBPF mode (Cilium, Calico "
+        "eBPF), detected, never installed; found none (no ConfigMap kube-system/cilium-config, no calico-node "
+        "or calico-vpp-node DaemonSet)"]
+    core.create_namespaced_config_map("kube-system", {"metadata": {"name": "cilium-config"},
+                                                      "data": {"kube-proxy-replacement": "true"}})
+    try:
+        lab = _lab(cluster)
+        assert lab.describe()["primary_cni"] == {
+            "name": "cilium", "ebpf": True, "version": None,
+            "evidence": "ConfigMap kube-system/cilium-config (kube-proxy-replacement: true)"}
+        assert "name the NADs that reach the pod in kubernetes.networks.ebpf-xdp" in lab.check(Scenario("ebpf-xdp"))[0]
+    finally:
+        core.delete_namespaced_config_map("cilium-config", "kube-system")
+
+    def daemonset(name, env):  # selects no node: detection reads the object, nothing runs
+        return {"metadata": {"name": name}, "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {
+                "nodeSelector": {"nfvlab.io/no-such-node": "x"},
+                "containers": [{"name": name, "image": "nfvlab.local/calico-node:v3.31.0", "env": env}]}}}}
+
+    apps.create_namespaced_daemon_set("kube-system", daemonset("calico-node", [{"name": "FELIX_BPFENABLED",
+                                                                                "value": "true"}]))
+    try:
+        assert _lab(cluster).primary_cni() == {"name": "calico", "ebpf": True, "version": "v3.31.0", "evidence":
+                                               "DaemonSet kube-system/calico-node FELIX_BPFENABLED=true"}
+        apps.patch_namespaced_daemon_set("calico-node", "kube-system", daemonset(
+            "calico-node", [{"name": "FELIX_BPFENABLED", "value": "false"}]))
+        assert "found calico (DaemonSet kube-system/calico-node FELIX_BPFENABLED=false)" in _lab(cluster).check(
+            Scenario("ebpf-tc"))[0]
+    finally:
+        apps.delete_namespaced_daemon_set("calico-node", "kube-system")
+    apps.create_namespaced_daemon_set("kube-system", daemonset("calico-vpp-node", []))
+    try:
+        memif = _lab(cluster, calico_vpp_memif_ports="udp:1024-65535")
+        assert memif.primary_cni()["name"] == "calico-vpp"
+        assert memif.check(Scenario("vpp")) == [
+            "vpp cannot run on this cluster: the Calico/VPP memif pod renders (nfvlab lab render), but nfvlab "
+            "drives traffic through secondary interfaces eth1/eth2, not the memif"]
+    finally:
+        apps.delete_namespaced_daemon_set("calico-vpp-node", "kube-system")

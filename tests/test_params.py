@@ -123,3 +123,25 @@ def test_lab_mtu_outside_what_frames_allow_is_refused(tmp_path, mtu):
     exp, prof = _files(tmp_path, "experiment: a\n", f"mtu: {mtu}\n")
     with pytest.raises(P.ParamsError, match=f"{prof}: mtu: "):
         P.load_experiment(exp, prof)
+
+
+@pytest.mark.parametrize("bad,where,what", [
+    ({"placement": {"pod1": {"node": "a", "node_labels": {"x": "y"}}}}, "kubernetes.placement.pod1",
+     "give node or node_labels"),
+    ({"placement": {"vswitch": {"node": "a"}}}, "kubernetes.placement.vswitch.[key]", "pod[1-9]|noisy"),
+    ({"device_resources": {"afxdp-cni": {"afxdp/myPool": 0}}}, "kubernetes.device_resources.afxdp-cni.afxdp/myPool",
+     "greater than or equal to 1"),
+])
+def test_kubernetes_placement_and_device_resources_are_checked_with_one_line(bad, where, what):
+    data = {"kind": "kubernetes", "kubernetes": {"node": "n", "nics": ["a", "b"], "cabling": "local", **bad}}
+    with pytest.raises(P.ParamsError) as err:
+        P.validate(P.LabParams, data, "lab.yaml")
+    assert str(err.value).startswith(f"lab.yaml: {where}: ") and what in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_latency_load_fractions_are_fractions_each_once(tmp_path):
+    assert P.ExperimentParams(experiment="x").latency_load_fractions == [0.0, 0.1, 0.5, 0.9]
+    assert "latency_load_fractions.1:" in error_of(tmp_path, "experiment: a\nlatency_load_fractions: [0, 1.5]\n")
+    assert "each load fraction once" in error_of(tmp_path, "experiment: a\nlatency_load_fractions: [0.5, 0.5]\n")
+    assert "latency_goal:" in error_of(tmp_path, "experiment: a\nlatency_goal: mrr\n")

@@ -58,6 +58,29 @@ def test_throughput_vs_frame_size_categorical_and_repeats():
         throughput_vs_frame_size(df, y="nope")
 
 
+def _error_bars(ax):
+    """(x, low, high) of every vertical error bar on ``ax``, sorted."""
+    from matplotlib.container import ErrorbarContainer
+    bars = []
+    for c in ax.containers:
+        if isinstance(c, ErrorbarContainer):
+            for col in c.lines[2]:
+                for seg in col.get_segments():
+                    bars.append((float(seg[0][0]), float(min(seg[:, 1])), float(max(seg[:, 1]))))
+    return sorted(bars)
+
+
+def test_throughput_interval_is_drawn_as_error_bars():
+    # A table row per point: mean and its interval (config_table's columns), one
+    # point without an interval (n = 1): no bar there, never a made-up one.
+    df = pd.DataFrame({"frame_size": [64, 512, 1518], "mean": [10.0, 9.0, 8.0],
+                       "lo": [8.0, np.nan, 7.5], "hi": [13.0, np.nan, 8.25], "m": ["a"] * 3})
+    ax = throughput_vs_frame_size(df, y="mean", hue="m", ci_low="lo", ci_high="hi")
+    assert [b for b in _error_bars(ax) if b[1] != b[2]] == [(64.0, 8.0, 13.0), (1518.0, 7.5, 8.25)]
+    bx = plots.bars.grouped_bars(df, x="frame_size", y="mean", ci_low="lo", ci_high="hi")
+    assert [(lo, hi) for _, lo, hi in _error_bars(bx)] == [(8.0, 13.0), (7.5, 8.25)]
+
+
 def _texts(ax):
     return [t.get_text() for t in ax.texts]
 
@@ -140,3 +163,33 @@ def test_reference_style_is_restored():
     with reference_style():
         assert mpl.rcParams["axes.grid"] is True
     assert dict(mpl.rcParams) == before
+
+
+def _spectrum_table():
+    q = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p99.9": 99.9}
+    rows = [{"model": "m", "frame_size": fs, "goal": "ndr", "load_fraction": f, "percentile": name, "quantile": qv,
+             "mean_ns": 1000.0 * (1 + f) * qv, "ci_low_ns": 1000.0 * (1 + f) * qv - 500,
+             "ci_high_ns": 1000.0 * (1 + f) * qv + 500}
+            for fs in (64, "IMIX") for f in (0.0, 0.9) for name, qv in q.items()]
+    return pd.DataFrame(rows)
+
+
+def test_latency_spectrum_one_line_per_load_on_a_percentile_axis(tmp_path):
+    from nfvlab.plots.latency import spectrum_figure
+    from nfvlab.plots.output import figure_style, save_png
+
+    with figure_style(80):
+        fig = spectrum_figure(_spectrum_table(), "t")
+        axes = [ax for ax in fig.axes if ax.get_visible()]
+        assert [ax.get_title() for ax in axes] == ["64 B", "IMIX"]
+        ax = axes[0]
+        lines = [c.lines[0] for c in ax.containers]  # the data line of each errorbar
+        assert len(lines) == 2 and ax.get_xscale() == "log"
+        # x = 1 / (1 - q): p50 at 2, p99.9 at 1000; y in us
+        assert list(lines[1].get_xdata()) == pytest.approx([2, 10, 20, 100, 1000])
+        assert list(lines[1].get_ydata()) == pytest.approx([1.9 * q for q in (50, 90, 95, 99, 99.9)])
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["p50", "p90", "p95", "p99", "p99.9"]
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["0 %", "90 %"]
+        a = save_png(fig, tmp_path / "a.png").read_bytes()
+        b = save_png(spectrum_figure(_spectrum_table(), "t"), tmp_path / "b.png").read_bytes()
+    assert a.startswith(PNG_MAGIC) and a == b

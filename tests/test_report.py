@@ -40,6 +40,8 @@ def test_sections_in_order_with_not_run_yet_and_not_realizable_rows(outputs):
     assert b_claims.table["detail"].str.contains("on this host: ").any()
     b_nr = next(s for s in secs if s.title.startswith("Experiment B: not realizable"))
     assert len(b_nr.table) == 10 and b_nr.table["status"].str.startswith("not realizable: ").all()
+    b_lat = [s for s in secs if s.title.startswith("Latency under load")]
+    assert len(b_lat) == 3 and all("No latency trials" in s.text and s.table is None for s in b_lat)  # B, C, D
     figs = [f.name for s in secs for f in s.figures]
     assert "experiment_b_pinning_numa.png" in figs and "experiment_d_mrr_csc_64.png" in figs
     assert all(Path(f).exists() for s in secs for f in s.figures)

@@ -41,3 +41,21 @@ def test_latest_completed_run_is_used_and_earlier_runs_are_kept(tmp_path):
     assert row["throughput_gbps_l2"] == pytest.approx(row["throughput_pps"] * 64 * 8 / 1e9)
     nr = R.not_realizable_frame(p)
     assert list(nr["model"]) == ["n"] and nr["reason"].iloc[0] == "kernel lacks x"
+
+
+def test_rfc9971_columns_and_records_written_before_them(tmp_path):
+    p = tmp_path / "raw.jsonl"
+    write_run(p, 50_000)
+    row = R.searches_frame(p).iloc[0]
+    assert row["regular"] == True and row["flags"] == ""  # numpy bool: not "is True"
+    assert row["conditional_throughput_pps"] == row["lower_bound_pps"]  # NDR bisection
+    assert (row["goal_exceed_ratio"], row["goal_duration_sum_s"], row["goal_relative_width"]) == (0.0, 1.0, 0.01)
+    assert (row["min_rate_pps"], row["max_rate_pps"], row["directions"]) == (1000, 500_000, 1)
+    # A record of the old format (no RFC 9971 fields) still loads, with None there.
+    old = tmp_path / "old.jsonl"
+    with RecordWriter(old, "exp", {}, provenance={}) as rec:
+        rec.search({"goal": "ndr", "method": "rfc2544", "loss_ratio": 0.0, "throughput_pps": 7e4,
+                    "lower_bound_pps": 7e4, "upper_bound_pps": 7.1e4}, model="m", frame_size=64, repetition=0)
+    o = R.searches_frame(old).iloc[0]
+    assert o["throughput_pps"] == 7e4 and o["flags"] == ""
+    assert o[list(R.SEARCH_RFC9971)].isna().all()

@@ -114,3 +114,36 @@ def test_validation():
         rfc2544_search(dut, 1e3, 1e6, relative_width=0.0)
     with pytest.raises(ValueError):
         ndr_pdr_bisect(dut, 1e3, 1e6, pdr_loss_ratio=0.0)
+
+
+# --------------------------------------------------------------------------- RFC 9971 terms
+def test_results_carry_the_rfc9971_goal_bisection_applies():
+    dut = SyntheticDut(capacity_pps=2e5, directions=2)
+    res = ndr_pdr_bisect(dut, 1e4, 1e6, pdr_loss_ratio=0.01, relative_width=0.002, duration_s=2.0)
+    for name, ratio in (("ndr", 0.0), ("pdr", 0.01)):
+        r = res[name]
+        assert (r.search_goal.loss_ratio, r.search_goal.exceed_ratio) == (ratio, 0.0)
+        assert r.search_goal.final_trial_duration_s == r.search_goal.duration_sum_s == 2.0
+        assert r.search_goal.relative_width == 0.002
+        assert (r.min_rate_pps, r.max_rate_pps, r.directions) == (1e4, 1e6, 2)
+        assert r.regular is True and r.flags == ()
+        assert r.bounds_relative_width <= 0.002
+        d = json.loads(json.dumps(r.to_dict()))
+        assert (d["goal_loss_ratio"], d["goal_duration_sum_s"], d["regular"]) == (ratio, 2.0, True)
+    # NDR: the lower bound's trial lost nothing, so the conditional throughput is the bound.
+    assert res["ndr"].conditional_throughput_pps == res["ndr"].lower_bound_pps
+    # PDR: the lower bound's trial lost 1 - capacity / rate, so the conditional
+    # throughput is what the DUT forwarded there: its capacity.
+    pdr = res["pdr"]
+    assert pdr.lower_bound_pps > 2e5 * 1.005
+    assert pdr.conditional_throughput_pps == pytest.approx(2e5, rel=1e-5)
+    assert pdr.throughput_pps == pdr.lower_bound_pps  # RFC 2544 reports the bound
+
+
+def test_irregular_and_min_load_flags():
+    top = rfc2544_search(SyntheticDut(capacity_pps=5e6), 1e4, 1e6, duration_s=1.0)
+    assert top.flags == ("max-load-is-lower-bound",) and top.regular is False
+    assert top.upper_bound_pps is None and top.lower_bound_pps == 1e6
+    floor = rfc2544_search(SyntheticDut(capacity_pps=1.001e4), 1e4, 1e6, relative_width=0.005, duration_s=1.0)
+    assert floor.lower_bound_pps == 1e4 and floor.flags == ("lower-bound-is-min-load",)
+    assert floor.regular is True

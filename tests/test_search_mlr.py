@@ -11,6 +11,12 @@ from nfvlab.search import (
     ndr_pdr_bisect,
     total_cost,
 )
+from nfvlab.search.goal import (
+    GOAL_FIELDS,
+    GoalParams,
+    classify_load,
+    conditional_throughput_pps,
+)
 from nfvlab.search.mlr import measurement_result
 from nfvlab.traffic.stats import DirectionStats, LatencyStats
 from nfvlab.trial import TrialResult
@@ -162,3 +168,40 @@ def test_cost_vs_bisection_ndr_pdr_equal_final_duration(capsys):
         lo, hi = res["pdr"].lower_bound_pps, res["pdr"].upper_bound_pps
         assert lo <= dut.throughput_pps(0.005) <= hi
         assert (hi - lo) / hi <= WIDTH * 1.001
+
+
+# --------------------------------------------------------------------------- RFC 9971 terms
+def test_results_carry_every_goal_attribute_applied():
+    res = mlrsearch(SyntheticDut(capacity_pps=3e5, directions=2), 1e4, 1e6, goals={"ndr": 0.0, "pdr": 0.002},
+                    relative_width=0.01, initial_trial_duration_s=0.5, final_trial_duration_s=2.0,
+                    duration_sum_s=4.0, exceed_ratio=0.25)
+    for name, ratio in (("ndr", 0.0), ("pdr", 0.002)):
+        r = res[name]
+        assert r.search_goal == GoalParams(loss_ratio=ratio, exceed_ratio=0.25, final_trial_duration_s=2.0,
+                                           duration_sum_s=4.0, relative_width=0.01,
+                                           initial_trial_duration_s=0.5)
+        assert (r.min_rate_pps, r.max_rate_pps, r.directions) == (1e4, 1e6, 2)
+        assert r.regular is True and r.flags == ()
+        assert r.bounds_relative_width <= 0.01 * (1 + 1e-6)
+        d = json.loads(json.dumps(r.to_dict()))
+        assert {k: d[k] for k in GOAL_FIELDS} == r.search_goal.to_dict()
+
+
+def test_max_rate_lower_bound_is_flagged_irregular():
+    for r in mlrsearch(SyntheticDut(capacity_pps=5e6), 1e4, 1e6).values():
+        assert r.flags == ("max-load-is-lower-bound",) and r.regular is False
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_reported_conditional_throughput_is_appendix_b_at_the_lower_bound(seed):
+    # A noisy DUT, several trials per load: what MLRsearch reports must be RFC 9971
+    # Appendix B applied to the trials at the relevant lower bound (nfvlab.search.goal).
+    dut = SyntheticDut(capacity_pps=4e5, capacity_jitter=0.003, spurious_loss_probability=0.2,
+                       spurious_loss_packets=300, seed=seed)
+    res = mlrsearch(dut, 1e4, 1e6, goals={"ndr": 0.0, "pdr": 0.005}, duration_sum_s=5.0)
+    for r in res.values():
+        at_lo = [t for t in r.trials if t.kind != "warmup" and t.rate_pps == r.lower_bound_pps]
+        assert classify_load(at_lo, r.search_goal).classification == "lower bound"
+        assert r.conditional_throughput_pps == pytest.approx(
+            conditional_throughput_pps(at_lo, r.search_goal, r.lower_bound_pps), rel=1e-12)
+        assert r.conditional_throughput_pps <= r.lower_bound_pps

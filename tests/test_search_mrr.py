@@ -4,6 +4,7 @@ import json
 import pytest
 
 from nfvlab.search import SyntheticDut, mrr
+from nfvlab.search.goal import GOAL_FIELDS
 
 
 @pytest.mark.parametrize("rate_pps", [0.3e6, 1e6, 2.5e6])
@@ -49,3 +50,11 @@ def test_mrr_validation():
         mrr(dut, 0, 1.0)
     with pytest.raises(ValueError):
         mrr(dut, 1e6, 1.0, repeats=0)
+
+
+def test_mrr_has_no_rfc9971_goal():
+    r = mrr(SyntheticDut(capacity_pps=1e5, directions=2), 2e5, 1.0)
+    d = r.to_dict()
+    assert r.search_goal is None and r.regular is None and r.flags == ()
+    assert (r.max_rate_pps, r.min_rate_pps, r.directions) == (2e5, None, 2)
+    assert all(d[k] is None for k in GOAL_FIELDS) and d["regular"] is None

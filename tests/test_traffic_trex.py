@@ -16,7 +16,7 @@ import pytest
 from nfvlab.scenario.topology import Port, Stream
 from nfvlab.traffic.base import GeneratorError, TrafficGenerator
 from nfvlab.traffic.trex import TrexGenerator, TrexParams
-from nfvlab.traffic.trex.generator import histogram_percentile, pg_ids
+from nfvlab.traffic.trex.generator import histogram_percentile, pg_ids, trex_hdr_histogram
 from support.trex_double import TrexDouble
 
 REPO = Path(__file__).resolve().parents[1]
@@ -487,3 +487,21 @@ def test_cli_refuses_trex_ports_without_the_duts_macs(tmp_path):
                      "--rate-pps", "1000")
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
     assert "--dmac: with TRex ports give the DUT's two MACs" in out.stderr
+
+
+def test_trex_histogram_becomes_the_common_hdr_form():
+    """Bucket counts kept; percentiles as interpolated in TRex's buckets (to a bucket's hundredth)."""
+    hist = {"10": 500, "20": 300, "100": 150, "1000": 50}
+    h = trex_hdr_histogram(hist, 11, 1500)
+    assert h.get_total_count() == 1000
+    assert h.get_min_value() >= 11_000 and h.get_max_value() <= 1_500 * 1.001 * 1000
+    # 500 samples spread over [11, 20) usec, then 300 over [20, 30): p50 at the bucket edge
+    for q, width in ((0.5, 10), (0.9, 100)):
+        expect = histogram_percentile(hist, q, 11, 1500) * 1000
+        assert h.get_value_at_percentile(q * 100) == pytest.approx(expect, abs=width * 1000 / 100 + expect * 1e-3)
+    assert h.get_count_at_value(h.get_value_at_percentile(100)) >= 1
+    lat = TrexGenerator._latency((1000, 1000), {"histogram": hist, "total_min": 11, "total_max": 1500,
+                                                "average": 90.0, "jit": 4})
+    assert lat.histogram().get_total_count() == 1000 and lat.jitter_ns == 4000.0
+    assert lat.p999_ns == pytest.approx(histogram_percentile(hist, 0.999, 11, 1500) * 1000)
+    assert lat.p50_ns < lat.p95_ns <= lat.p99_ns <= lat.max_ns == 1_500_000

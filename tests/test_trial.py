@@ -28,6 +28,20 @@ def test_a_trial_record_round_trips():
     assert back == r and back.loss_ratio == pytest.approx(0.001)
 
 
+def test_records_without_and_with_histograms_load():
+    from nfvlab.traffic.stats import encode_histogram, histogram_of
+
+    old = TrialResult(rate_pps=500.0, duration_s=2.0, frame_size=64, directions=(_dir(1000, 1000, 1000),)).to_dict()
+    for key in ("p95_ns", "p999_ns", "jitter_ns", "hdr_histogram"):  # fields older records lack
+        del old["directions"][0]["latency"][key]
+    assert TrialResult.from_dict(old).directions[0].latency.hdr_histogram is None
+    hist = encode_histogram(histogram_of([1.0, 2.0, 3.0] * 3 + [3.0]))
+    lat = LatencyStats(10, 10, 1.0, 2.0, 3.0, 2.0, 3.0, 3.0, p95_ns=3.0, p999_ns=3.0, hdr_histogram=hist)
+    r = TrialResult(500.0, 2.0, 64, (DirectionStats("a:0", "b:0", 1000, 1000, 1000, 2.0, lat),))
+    back = TrialResult.from_dict(r.to_dict())
+    assert back == r and back.directions[0].latency.histogram().get_total_count() == 10
+
+
 class _Generator:
     """A stand-in generator (no packets): it returns what a DUT of ``capacity_pps`` would let through."""
 

@@ -46,7 +46,9 @@ def grouped_bars(
     x, y, hue : str
         Group column, value column (NaN = no value), bar-colour column.
     ci_low, ci_high : str, optional
-        Columns with the confidence interval of ``y`` (same unit); NaN: no bar.
+        Columns with the confidence interval of ``y`` (same unit; in the
+        experiments' figures the 95 % t interval of the mean over repetitions);
+        drawn as error bars; NaN: no bar.
     missing : str, optional
         Column whose text is written, rotated, in place of a NaN bar (e.g. a
         ``status`` such as ``"not realizable: ..."``; only the part before the

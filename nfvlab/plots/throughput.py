@@ -91,8 +91,10 @@ def throughput_vs_frame_size(
         Legend label of the reference line.
     ci_low, ci_high : str, optional
         Columns with the lower / upper bound of each value's confidence interval
-        (same unit as ``y``): drawn as error bars around the line's points (mean
-        of the bounds when several rows share a point; no bar where NaN).
+        (same unit as ``y``; in the experiments' figures the 95 % t interval of
+        the mean over repetitions, ``config_table``'s ``ci_low_pps`` /
+        ``ci_high_pps``): drawn as error bars around the line's points (mean of
+        the bounds when several rows share a point; no bar where NaN).
     legend : bool
         Draw a legend when there is a ``hue`` or reference line.
     figsize : (float, float)

@@ -77,11 +77,16 @@ KNOWN_PATHS: tuple[Model, ...] = (
           "no DUT: the generator's own ceiling", pods=0),
     Model("tbf-bridge", "-", "reference", "bridge shaped to a known capacity", "-",
           "a bridge whose egress is a token bucket of known rate and depth", pods=0),
+    Model("tbf-shallow", "-", "reference", "shallow-buffer bridge shaped to a known capacity", "-",
+          "a bridge whose egress is a token bucket of known rate that buffers a few 1518 B frames", pods=0),
     Model("external", "-", "external", "a DUT built outside nfvlab", "-",
           "two interfaces the user named (draft §5)", pods=0),
 )
 
 MODEL_NAMES: tuple[str, ...] = tuple(m.name for m in MODELS)
+
+#: Known paths shaped to a capacity: a scenario of one needs a ``KnownPath``.
+SHAPED_PATHS: tuple[str, ...] = ("tbf-bridge", "tbf-shallow")
 
 #: The model used when none is named.
 DEFAULT_MODEL = "linux-bridge"

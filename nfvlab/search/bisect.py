@@ -14,12 +14,19 @@ MLRsearch is compared with:
 A trial *passes* when ``trial.loss_ratio <= loss_ratio`` (unsent packets count
 as lost, see :class:`~nfvlab.trial.TrialResult`). A loss ratio of 0 gives the
 NDR (non-drop rate), a positive one a PDR (partial drop rate).
+
+In RFC 9971 terms this is a search with one goal whose final trial duration
+and duration sum are the trial duration and whose exceed ratio is 0 (RFC 9971
+"MLRsearch Compliant with RFC 2544"); results carry that goal, the relevant
+bounds, the conditional throughput and the irregular-result flags like
+MLRsearch's do.
 """
 from __future__ import annotations
 
 import math
 from typing import Iterable, Optional
 
+from nfvlab.search.goal import conditional_throughput_pps, rfc2544_goal
 from nfvlab.search.result import (
     MinRateFailedError,
     OnTrial,
@@ -81,7 +88,12 @@ def _bisect(
     lo_verified = lo is not None
     show()
 
+    search_goal = rfc2544_goal(loss_ratio, duration_s, relative_width)
+
     def done() -> SearchResult:
+        at_lo = [t for t in log.trials if lo is not None and math.isclose(t.rate_pps, lo, rel_tol=1e-9)
+                 and math.isclose(t.duration_s, duration_s, rel_tol=1e-3)]
+        cond = None if lo is None else conditional_throughput_pps(at_lo, search_goal, lo)
         return log.result(
             method="rfc2544",
             goal=goal,
@@ -89,6 +101,10 @@ def _bisect(
             lower_bound_pps=lo,
             upper_bound_pps=hi,
             throughput_pps=lo,
+            conditional_throughput_pps=cond,
+            search_goal=search_goal,
+            min_rate_pps=float(min_rate_pps),
+            max_rate_pps=float(max_rate_pps),
         )
 
     if hi is None:
@@ -165,8 +181,13 @@ def rfc2544_search(
     Returns
     -------
     SearchResult
-        ``method="rfc2544"``; ``throughput_pps == lower_bound_pps``;
-        ``upper_bound_pps`` is None when ``max_rate_pps`` passed.
+        ``method="rfc2544"``; ``throughput_pps == lower_bound_pps`` (the RFC 2544
+        throughput); ``upper_bound_pps`` is None when ``max_rate_pps`` passed
+        (flag ``max-load-is-lower-bound``); ``search_goal`` is the RFC 9971 goal
+        bisection applies (:func:`~nfvlab.search.goal.rfc2544_goal`: final trial
+        duration = duration sum = ``duration_s``, exceed ratio 0, width
+        ``relative_width``) and ``conditional_throughput_pps`` the lower bound x
+        (1 - its trial's loss ratio).
 
     Raises
     ------

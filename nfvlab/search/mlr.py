@@ -1,8 +1,10 @@
-"""MLRsearch (draft-ietf-bmwg-mlrsearch) through the PyPI ``MLRsearch`` package.
+"""MLRsearch (RFC 9971, draft-ietf-bmwg-mlrsearch-15) through the PyPI ``MLRsearch`` package.
 
 :func:`mlrsearch` adapts an nfvlab :class:`~nfvlab.trial.Measurer` to
 ``MLRsearch.AbstractMeasurer`` and searches several goals (by default NDR and
-PDR at 0.5 % loss) at once, the way FD.io CSIT does.
+PDR at 0.5 % loss) at once, the way FD.io CSIT does. Each goal is an RFC 9971
+Search Goal (:class:`~nfvlab.search.goal.GoalParams`; ``docs/methodology.md``
+maps the parameters), and each result an RFC 9971 Goal Result with its flags.
 
 Loads and counts
 ----------------
@@ -39,6 +41,8 @@ from MLRsearch import (
     SearchGoal,
 )
 
+from nfvlab.search.goal import GoalParams, measurement_result
+
 from nfvlab.search.result import (
     MinRateFailedError,
     OnTrial,
@@ -48,36 +52,12 @@ from nfvlab.search.result import (
     TrialLog,
     fmt_pps,
 )
-from nfvlab.trial import Measurer, TrialResult
+from nfvlab.trial import Measurer
 
 log = logging.getLogger(__name__)
 
 #: Default goals: name -> goal loss ratio (NDR, and PDR at 0.5 % loss).
 DEFAULT_GOALS: Mapping[str, float] = MappingProxyType({"ndr": 0.0, "pdr": 0.005})
-
-
-def measurement_result(
-    trial: TrialResult,
-    intended_load: Optional[float] = None,
-    intended_duration: Optional[float] = None,
-) -> MeasurementResult:
-    """Convert a trial into MLRsearch's ``MeasurementResult`` (see module docstring).
-
-    The load is the per-direction intended rate (``trial.rate_pps`` unless
-    ``intended_load`` is given: MLRsearch needs back exactly the load it asked
-    for); counts are summed over directions and clamped so that MLRsearch's
-    loss ratio equals ``trial.loss_ratio``.
-    """
-    intended = trial.intended_packets
-    forwarding = min(trial.received_packets, intended)
-    offered = max(min(trial.sent_packets, intended), forwarding)
-    return MeasurementResult(
-        intended_duration=trial.duration_s if intended_duration is None else intended_duration,
-        intended_load=trial.rate_pps if intended_load is None else intended_load,
-        intended_count=intended,
-        offered_count=offered,
-        forwarding_count=forwarding,
-    )
 
 
 class _Adapter(AbstractMeasurer):
@@ -174,12 +154,16 @@ def mlrsearch(
     Returns
     -------
     dict of str to SearchResult
-        One result per goal name, ``method="mlrsearch"``. ``lower_bound_pps`` /
-        ``upper_bound_pps`` are the relevant bounds (upper None when the max
-        rate is a lower bound), ``conditional_throughput_pps`` the conditional
-        throughput and ``throughput_pps`` that value (or the lower bound when it
-        is undefined). The goals are searched together, so every result holds
-        the same ``trials`` and ``trial_seconds`` of the whole search.
+        One result per goal name, ``method="mlrsearch"`` (RFC 9971 Goal
+        Results). ``lower_bound_pps`` / ``upper_bound_pps`` are the relevant
+        bounds (upper None when the max rate is a lower bound: flag
+        ``max-load-is-lower-bound``, irregular), ``conditional_throughput_pps``
+        the conditional throughput and ``throughput_pps`` that value (or the
+        lower bound when it is undefined); ``search_goal`` holds the goal
+        attributes applied (as MLRsearch read them back), ``min_rate_pps`` /
+        ``max_rate_pps`` the Min / Max Load. The goals are searched together,
+        so every result holds the same ``trials`` and ``trial_seconds`` of the
+        whole search.
 
     Raises
     ------
@@ -246,6 +230,13 @@ def mlrsearch(
                 upper_bound_pps=_float(gr.relevant_upper_bound),
                 throughput_pps=cond if cond is not None else lower,
                 conditional_throughput_pps=cond,
+                search_goal=GoalParams(
+                    loss_ratio=goal.loss_ratio, exceed_ratio=goal.exceed_ratio,
+                    final_trial_duration_s=goal.final_trial_duration,
+                    duration_sum_s=goal.duration_sum, relative_width=goal.relative_width,
+                    initial_trial_duration_s=goal.initial_trial_duration),
+                min_rate_pps=float(min_rate_pps),
+                max_rate_pps=float(max_rate_pps),
             )
     return results
 

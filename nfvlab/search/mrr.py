@@ -46,7 +46,9 @@ def mrr(
     Returns
     -------
     SearchResult
-        ``method="mrr"``, ``goal="mrr"``, ``loss_ratio=None``, no bounds;
+        ``method="mrr"``, ``goal="mrr"``, ``loss_ratio=None``, no bounds, no
+        search goal (RFC 9971 does not apply: ``regular`` is None);
+        ``max_rate_pps`` is the rate offered;
         ``throughput_pps`` is the mean over the (non-warm-up) trials of the
         receive rate per direction (``TrialResult.forwarding_rate_pps``).
     """
@@ -70,4 +72,5 @@ def mrr(
             lower_bound_pps=None,
             upper_bound_pps=None,
             throughput_pps=fmean(rates),
+            max_rate_pps=float(max_rate_pps),
         )

@@ -9,12 +9,15 @@ trial-seconds, and drives an optional tqdm progress bar on stderr.
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
 from tqdm import tqdm
 
+from nfvlab.system import signals
+from nfvlab.search.goal import GOAL_FIELDS, GoalParams
 from nfvlab.trial import Measurer, TrialResult
 
 OnTrial = Callable[[TrialResult], None]
@@ -60,11 +63,21 @@ class SearchTimeoutError(SearchError):
     """The search took longer than its allowed wall-clock time."""
 
 
+#: Flags that make a goal result irregular (RFC 9971 "Irregular Goal Result").
+IRREGULAR_FLAGS = ("max-load-is-lower-bound", "width-not-reached")
+#: Every flag a search result may carry; see :attr:`SearchResult.flags`.
+FLAGS = (*IRREGULAR_FLAGS, "lower-bound-is-min-load")
+
+
 @dataclass(frozen=True)
 class SearchResult:
-    """Outcome of one search for one goal.
+    """Outcome of one search for one goal (an RFC 9971 Goal Result and what it rests on).
 
-    All rates are *per direction*, in packets/s, like ``TrialResult.rate_pps``.
+    Units: every rate and load is *per direction* (RFC 9971's per-interface
+    Trial Load), in packets/s, like ``TrialResult.rate_pps``; multiply by
+    ``directions`` for the aggregate over directions. Durations are in
+    seconds, ratios in 0..1. Counts, and so loss ratios, are summed over
+    directions (RFC 9971's Trial Forwarding Ratio).
     """
 
     method: str
@@ -74,18 +87,23 @@ class SearchResult:
     loss_ratio: Optional[float]
     """Goal loss ratio, 0..1 (0 for NDR); None for MRR, which has no goal."""
     lower_bound_pps: Optional[float]
-    """Highest rate known to meet the goal (relevant lower bound for MLRsearch),
-    packets/s per direction; None where undefined (MRR)."""
+    """RFC 9971 Relevant Lower Bound, packets/s per direction: for bisection the
+    highest rate whose trial met the goal; None where undefined (MRR)."""
     upper_bound_pps: Optional[float]
-    """Lowest rate known to fail the goal, packets/s per direction; None when no
-    rate failed (the maximum rate passed) or for MRR."""
+    """RFC 9971 Relevant Upper Bound, packets/s per direction: the lowest rate
+    classified as failing the goal; None when no rate failed (the maximum rate
+    is a lower bound: flag ``max-load-is-lower-bound``) or for MRR."""
     throughput_pps: Optional[float]
     """The headline number, packets/s per direction: the lower bound for
-    bisection; the conditional throughput for MLRsearch when defined, else its
-    relevant lower bound; the mean receive rate for MRR."""
+    bisection (RFC 2544 throughput); the conditional throughput for MLRsearch
+    when defined, else its relevant lower bound; the mean receive rate for MRR."""
     conditional_throughput_pps: Optional[float]
-    """MLRsearch's conditional throughput (lower bound x (1 - the quantile loss
-    ratio)), packets/s per direction; None for other methods."""
+    """RFC 9971 Conditional Throughput at the relevant lower bound, packets/s per
+    direction (lower bound x (1 - the goal's quantile loss ratio),
+    :func:`nfvlab.search.goal.conditional_throughput_pps`). For RFC 2544
+    bisection (goal: one trial decides, exceed ratio 0) it is the lower bound x
+    (1 - that trial's loss ratio): equal to the lower bound for NDR. None for MRR
+    or without a lower bound."""
     n_trials: int
     """Number of trials in ``trials`` (warm-up included)."""
     trial_seconds: float
@@ -96,16 +114,73 @@ class SearchResult:
     generator_limited: Optional[bool] = None
     """Whether the traffic generator, not the DUT, limited the result; searches
     leave it None and callers fill it in with :func:`dataclasses.replace`."""
+    search_goal: Optional[GoalParams] = None
+    """The RFC 9971 Search Goal the search applied (all attributes, also those
+    not tweaked); None for MRR. Records flatten it to ``goal_*`` fields."""
+    min_rate_pps: Optional[float] = None
+    """RFC 9971 Min Load: lowest intended rate the search could use, packets/s per direction."""
+    max_rate_pps: Optional[float] = None
+    """RFC 9971 Max Load: highest intended rate the search could use, packets/s per direction."""
+    directions: Optional[int] = None
+    """Traffic directions of the trials (1 or 2): the factor from per-direction
+    rates to the aggregate over directions."""
+    flags: tuple[str, ...] = ()
+    """Notable situations, from :data:`FLAGS`: ``max-load-is-lower-bound`` (no
+    relevant upper bound was found: irregular), ``width-not-reached`` (the
+    bounds are farther apart than the goal width: irregular),
+    ``lower-bound-is-min-load`` (the lower bound is the search's minimum rate)."""
+
+    @property
+    def regular(self) -> Optional[bool]:
+        """RFC 9971: a Regular Goal Result (no irregular flag); None for MRR (no goal)."""
+        if self.search_goal is None:
+            return None
+        return not any(f in IRREGULAR_FLAGS for f in self.flags)
+
+    @property
+    def bounds_relative_width(self) -> Optional[float]:
+        """``(upper - lower) / upper`` of the relevant bounds (the goal width's measure); None without both."""
+        lo, hi = self.lower_bound_pps, self.upper_bound_pps
+        if lo is None or hi is None or hi <= 0:
+            return None
+        return (hi - lo) / hi
 
     def to_dict(self) -> dict:
-        """Return a JSON-ready dict; trials become dicts via ``TrialResult.to_dict``."""
+        """Return a JSON-ready dict; trials become dicts via ``TrialResult.to_dict``.
+
+        The search goal is flattened to ``goal_loss_ratio``, ``goal_exceed_ratio``,
+        ``goal_final_trial_duration_s``, ``goal_duration_sum_s``,
+        ``goal_relative_width``, ``goal_initial_trial_duration_s`` (all None for
+        MRR); ``flags`` becomes a list; ``regular`` and ``bounds_relative_width``
+        are added.
+        """
         d = {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)
-            if f.name != "trials"
+            if f.name not in ("trials", "search_goal")
         }
+        goal = self.search_goal
+        d.update(goal.to_dict() if goal is not None else dict.fromkeys(GOAL_FIELDS))
+        d["flags"] = list(self.flags)
+        d["regular"] = self.regular
+        d["bounds_relative_width"] = self.bounds_relative_width
         d["trials"] = [t.to_dict() for t in self.trials]
         return d
+
+
+def goal_flags(lower_bound_pps: Optional[float], upper_bound_pps: Optional[float],
+               min_rate_pps: Optional[float], relative_width: Optional[float]) -> tuple[str, ...]:
+    """The :data:`FLAGS` that apply to a goal result with these bounds (rates in packets/s per direction)."""
+    flags = []
+    if lower_bound_pps is not None and upper_bound_pps is None:
+        flags.append("max-load-is-lower-bound")
+    if (lower_bound_pps is not None and upper_bound_pps is not None and relative_width is not None
+            and (upper_bound_pps - lower_bound_pps) / upper_bound_pps > relative_width * (1 + 1e-6)):
+        flags.append("width-not-reached")
+    if (lower_bound_pps is not None and min_rate_pps is not None
+            and math.isclose(lower_bound_pps, min_rate_pps, rel_tol=1e-9)):
+        flags.append("lower-bound-is-min-load")
+    return tuple(flags)
 
 
 def total_cost(results: Iterable[SearchResult]) -> tuple[int, float]:
@@ -173,7 +248,10 @@ class TrialLog:
         """Run one trial at ``rate_pps`` per direction for ``duration_s`` seconds.
 
         ``kind`` (e.g. ``"warmup"``) overrides the result's ``kind`` when given.
+        A SIGINT/SIGTERM swallowed since the last trial is raised here, before
+        the trial (:func:`nfvlab.system.signals.checkpoint`).
         """
+        signals.checkpoint()
         result = self._measure(float(rate_pps), float(duration_s))
         if kind is not None and result.kind != kind:
             result = dataclasses.replace(result, kind=kind)
@@ -212,8 +290,18 @@ class TrialLog:
         upper_bound_pps: Optional[float],
         throughput_pps: Optional[float],
         conditional_throughput_pps: Optional[float] = None,
+        search_goal: Optional[GoalParams] = None,
+        min_rate_pps: Optional[float] = None,
+        max_rate_pps: Optional[float] = None,
     ) -> SearchResult:
-        """Build a :class:`SearchResult` holding all trials logged so far."""
+        """Build a :class:`SearchResult` holding all trials logged so far.
+
+        ``flags`` follow from the bounds, the minimum rate and the goal's width
+        (:func:`goal_flags`; none without ``search_goal``); ``directions`` from
+        the trials.
+        """
+        flags = () if search_goal is None else goal_flags(
+            lower_bound_pps, upper_bound_pps, min_rate_pps, search_goal.relative_width)
         return SearchResult(
             method=method,
             goal=goal,
@@ -225,6 +313,11 @@ class TrialLog:
             n_trials=len(self.trials),
             trial_seconds=self.trial_seconds,
             trials=tuple(self.trials),
+            search_goal=search_goal,
+            min_rate_pps=min_rate_pps,
+            max_rate_pps=max_rate_pps,
+            directions=max((len(t.directions) for t in self.trials), default=None),
+            flags=flags,
         )
 
 

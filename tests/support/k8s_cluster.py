@@ -692,6 +692,45 @@ def clean_leftovers(log=print) -> bool:
 # The cluster
 
 
+STRESS_IMAGE = "nfvlab.local/stress-ng:1"
+
+
+def stress_image_tar(out: Path) -> None:
+    """A docker-archive of the host's ``stress-ng`` and the shared libraries it loads (``ldd``),
+    named :data:`STRESS_IMAGE`: the noisy neighbour's image, made from host files like images.sh's
+    (no registry)."""
+    import hashlib
+    import io
+    import tarfile
+
+    binary = shutil.which("stress-ng")
+    libs = re.findall(r"(/\S+) \(0x", _run(["ldd", binary]).stdout)
+    layer = io.BytesIO()
+    with tarfile.open(fileobj=layer, mode="w", format=tarfile.PAX_FORMAT) as t:
+        for path in sorted({binary, *libs}):
+            info = t.gettarinfo(os.path.realpath(path), arcname=path.lstrip("/"))
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            with open(path, "rb") as f:
+                t.addfile(info, f)
+    blob = layer.getvalue()
+    diff_id = hashlib.sha256(blob).hexdigest()
+    config = json.dumps({"architecture": "amd64", "os": "linux", "created": "1970-01-01T00:00:00Z",
+                         "config": {"Entrypoint": [binary], "Env": ["PATH=/usr/bin:/bin"], "WorkingDir": "/"},
+                         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + diff_id]}},
+                        sort_keys=True, separators=(",", ":")).encode()
+    cid = hashlib.sha256(config).hexdigest()
+    repo, tag = STRESS_IMAGE.rsplit(":", 1)
+    files = {f"{diff_id}/layer.tar": blob, f"{cid}.json": config,
+             "manifest.json": json.dumps([{"Config": f"{cid}.json", "RepoTags": [STRESS_IMAGE],
+                                           "Layers": [f"{diff_id}/layer.tar"]}]).encode(),
+             "repositories": json.dumps({repo: {tag: diff_id}}).encode()}
+    with tarfile.open(out, "w") as t:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+
+
 class LocalCluster:
     """Context manager running a real single-node cluster; see the module docstring.
 
@@ -700,7 +739,7 @@ class LocalCluster:
     """
 
     def __init__(self, hugepages_2m: int = 0, lock: bool = True, log=None,
-                 ready_timeout: float = 90.0) -> None:
+                 ready_timeout: float = 90.0, kubelet_config: Optional[dict] = None) -> None:
         self.build_dir = binaries_dir()
         self.bin = self.build_dir / "bin" if self.build_dir else None
         self.dir = cluster_dir()
@@ -713,6 +752,9 @@ class LocalCluster:
         self.hugepages_2m = hugepages_2m
         self.lock = lock
         self.ready_timeout = ready_timeout
+        self.kubelet_extra = dict(kubelet_config or {})
+        """Kubelet configuration keys set on top of the working ones (e.g. topologyManagerPolicy)."""
+        self.cni_conf_dir = self.dir / "cni" / "net.d"
         self.timings: dict = {}
         self._log = log or (lambda msg: print(msg, flush=True))
         self._token = ""
@@ -951,6 +993,10 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
         for key, im in images(self.build_dir).items():
             self._ctr("images", "import", "--platform", "linux/amd64",
                       self.build_dir / "images" / im["tar"])
+        if shutil.which("stress-ng"):
+            tar = self.dir / "stress-ng.tar"
+            stress_image_tar(tar)
+            self._ctr("images", "import", "--platform", "linux/amd64", tar)
         listed = self._ctr("images", "ls", "-q").stdout.split()
         for im in images(self.build_dir).values():
             if im["name"] not in listed:
@@ -1039,6 +1085,7 @@ current-context: nfvlab
             "syncFrequency": "5s",
             "fileCheckFrequency": "5s",
             "serializeImagePulls": False,
+            **self.kubelet_extra,
         }
         (d / "kubelet-config.json").write_text(json.dumps(cfg, indent=1))
         self._spawn("kubelet", [

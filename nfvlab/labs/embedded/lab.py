@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import os
 import secrets
-import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -23,6 +23,7 @@ from nfvlab.labs.embedded import host, realize, state
 from nfvlab.labs.embedded.realize import LAB_MTU
 from nfvlab.scenario import CorePlan, NotRealizable, Resources, Scenario, Stream
 from nfvlab.scenario import catalogue
+from nfvlab.system import signals
 
 __all__ = ["LAB_MTU", "Lab", "LabError", "Terminated", "down", "preflight", "problems"]
 
@@ -54,8 +55,8 @@ def problems(scenario: Scenario, features: Optional[dict[str, bool]] = None) -> 
         return [f"model {scenario.model} cannot run in the embedded lab: {why}"]
     if scenario.density is not None and scenario.model != "host-routing":
         return [f"the service density matrix uses host-routing as its switch, not {scenario.model}"]
-    if scenario.model == "tbf-bridge" and scenario.known_path is None:
-        return ["tbf-bridge needs a known path (capacity and frame size)"]
+    if scenario.model in catalogue.SHAPED_PATHS and scenario.known_path is None:
+        return [f"{scenario.model} needs a known path (capacity and frame size)"]
     problem = resource_problem(scenario.spec, scenario.resources)
     return [f"model {scenario.model} ({scenario.resources}): {problem}"] if problem else []
 
@@ -76,7 +77,7 @@ def _builder(scenario: Scenario) -> Callable[["Lab"], list[Stream]]:
         return functools.partial(build_service_matrix, topology=d.topology, instances=d.instances, nfs=d.nfs)
     if scenario.known_path is not None:
         kp = scenario.known_path
-        return lambda lab: kernel.build_tbf_bridge(lab, kp.capacity_pps, kp.frame_size)
+        return lambda lab: kernel.BUILDERS[scenario.model](lab, kp.capacity_pps, kp.frame_size)
     return realize.builders()[scenario.model]
 
 
@@ -109,7 +110,7 @@ class Lab:
         self.streams: list[Stream] = []
         self.state: Optional[state.LabState] = None
         self._lock: Optional[state.HostLock] = None
-        self._old_sigterm = None
+        self._signals = None  # the signals.guard held for the lab's lifetime
         self.setup_s: Optional[float] = None
         self.teardown_s: Optional[float] = None
 
@@ -118,14 +119,20 @@ class Lab:
         return f"{state.PREFIX}{self.lab_id}-{role}"
 
     def add_namespace(self, role: str) -> str:
-        """Record, then create, namespace ``role`` of this lab."""
+        """Record, then create, namespace ``role`` of this lab.
+
+        A helper process creates it (pyroute2): a signal must not end this
+        process's wait for it, or the namespace appears after teardown looked.
+        """
         name = self.ns(role)
         assert self.state is not None
         self.state.namespaces.append(name)
         self.state.save()
         from nfvlab.system import netns as nl
 
-        nl.create_namespace(name)
+        with signals.deferred():
+            nl.create_namespace(name)
+        signals.checkpoint()
         return name
 
     def track_process(self, pid: int, cmd: str) -> state.ProcessRecord:
@@ -201,27 +208,43 @@ class Lab:
 
         ``cpus``: a cpuset cgroup ``name`` confines it and its threads (empty:
         not pinned). Output goes to ``<run dir>/<name>.log``.
+
+        ``lab clean`` can always find it: SIGINT/SIGTERM are deferred from
+        before the fork until its record is saved, and it (with anything it
+        starts) carries ``NFVLAB_LAB_ID=<lab id>`` in its environment, which
+        :func:`state.clean` looks for in the process table (kill -9 between
+        fork and record). Unless the lab is persistent it also gets
+        ``PR_SET_PDEATHSIG``: SIGTERM when nfvlab dies.
         """
         self.make_run_dir()
         cg = self.cpuset(name, cpus)
-        log = open(self.run_dir / f"{name}.log", "ab")
         full = (["ip", "netns", "exec", ns] if ns else []) + list(argv)
+        # The death signal follows the forking thread: only the main thread outlives the lab.
+        pdeath = not self.persistent and threading.current_thread() is threading.main_thread()
+        parent = os.getpid()
 
-        def enter_cgroup() -> None:  # in the child, before exec: threads inherit it
-            if cg is not None:
+        def in_child() -> None:  # after fork, before exec
+            if pdeath:
+                signals.die_with_parent()
+                if os.getppid() != parent:  # the parent died before prctl took effect
+                    os._exit(1)
+            if cg is not None:  # threads inherit the cgroup
                 (cg / "tasks").write_text(str(os.getpid()))
 
-        try:
-            proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True, preexec_fn=enter_cgroup,
-                                    env={**os.environ, **(env or {})})
-        finally:
-            log.close()
-        rec = state.ProcessRecord(pid=proc.pid, start_time=state.process_start_time(proc.pid) or 0,
-                                  cmd=" ".join(full)[:300], group=True)
         assert self.state is not None
-        self.state.processes.append(rec)
-        self.state.save()
+        with signals.deferred():
+            log = open(self.run_dir / f"{name}.log", "ab")
+            try:
+                proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                        start_new_session=True, preexec_fn=in_child,
+                                        env={**os.environ, **(env or {}), state.LAB_ENV: self.lab_id})
+            finally:
+                log.close()
+            rec = state.ProcessRecord(pid=proc.pid, start_time=state.process_start_time(proc.pid) or 0,
+                                      cmd=" ".join(full)[:300], group=True)
+            self.state.processes.append(rec)
+            self.state.save()
+        signals.checkpoint()  # a signal that came meanwhile: now teardown can stop the process
         return proc
 
     def log_tail(self, name: str, lines: int = 5) -> str:
@@ -237,6 +260,7 @@ class Lab:
         """Poll ``check`` until true; LabError naming ``what`` on timeout or process death."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
+            signals.checkpoint()
             if check():
                 return
             if proc is not None and proc.poll() is not None:
@@ -256,7 +280,8 @@ class Lab:
         try:
             for line in state.clean():  # leftovers of killed runs would skew results
                 print(f"nfvlab: removed leftover {line}")
-            self._install_sigterm()
+            self._signals = signals.guard(sigterm=Terminated)
+            self._signals.__enter__()
             t0 = time.monotonic()
             me = os.getpid()
             self.state = state.LabState(
@@ -294,24 +319,26 @@ class Lab:
             raise LabError(f"noisy neighbour (stress-ng) exited: {self.log_tail('noisy')}")
 
     def __exit__(self, *exc) -> None:
-        if self.persistent and exc[0] is None:
-            self._restore_sigterm()
+        if self.persistent and exc[0] is None and signals.pending() is None:
+            self._restore_signals()
             self._release_lock()
             return
-        self._teardown()
+        # A signal swallowed where Python discards exceptions (Popen.__del__, ...)
+        # is raised after teardown, so the run does not end as a success.
+        self._teardown(reraise=exc[0] is None)
 
-    def _teardown(self) -> None:
-        # A second Ctrl-C must not abort teardown half-way.
-        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+    def _teardown(self, reraise: bool = False) -> None:
+        """Destroy everything recorded, once; signals meanwhile are held until it is done."""
         try:
-            t0 = time.monotonic()
-            if self.state is not None:
-                state.destroy(self.state)
-            self.teardown_s = time.monotonic() - t0
+            with signals.deferred():  # a second Ctrl-C must not abort teardown half-way
+                t0 = time.monotonic()
+                if self.state is not None:
+                    state.destroy(self.state)
+                self.teardown_s = time.monotonic() - t0
+            if reraise:
+                signals.checkpoint()
         finally:
-            if old_int is not None:
-                signal.signal(signal.SIGINT, old_int)
-            self._restore_sigterm()
+            self._restore_signals()
             self._release_lock()
 
     def _release_lock(self) -> None:
@@ -319,27 +346,10 @@ class Lab:
             self._lock.__exit__(None, None, None)
             self._lock = None
 
-    def _install_sigterm(self) -> None:
-        if _main_thread():
-            owner = os.getpid()
-
-            def on_term(signum, frame):
-                if os.getpid() != owner:  # a forked helper inherited the handler
-                    os._exit(128 + signum)
-                raise Terminated("SIGTERM")
-
-            self._old_sigterm = signal.signal(signal.SIGTERM, on_term)
-
-    def _restore_sigterm(self) -> None:
-        if self._old_sigterm is not None:
-            signal.signal(signal.SIGTERM, self._old_sigterm)
-            self._old_sigterm = None
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
+    def _restore_signals(self) -> None:
+        if self._signals is not None:
+            self._signals.__exit__(None, None, None)
+            self._signals = None
 
 
 def down(lab_id: str) -> bool:

@@ -81,6 +81,8 @@ REALIZATIONS: dict[str, Realization] = {
                                   tools=OVS_TOOLS, kernel=("veth",), max_mtu=SMALL_MTU),
     "direct-cable": Realization("tg0 and tg1 cabled to each other", kernel=("veth",)),
     "tbf-bridge": Realization("a bridge shaped by tbf to a known capacity", kernel=("veth", "bridge")),
+    "tbf-shallow": Realization("a bridge shaped by tbf to a known capacity, buffering a few 1518 B frames",
+                               kernel=("veth", "bridge")),
 }
 
 

@@ -3,7 +3,10 @@
 Every lab resource carries the ``nfvl-<lab id>-`` name prefix and is listed in a
 state record (``/run/nfvlab/labs/<id>.json``) *before* it is created. After a
 kill -9, :func:`clean` reads those records and removes exactly what they list
-(processes it started, namespaces it made), never anything else.
+(processes it started, namespaces it made), never anything else. A process
+cannot be recorded before it exists (its pid is not known), so every process a
+lab spawns also carries ``NFVLAB_LAB_ID=<lab id>`` in its environment, and
+:func:`destroy` and :func:`clean` look for it in the process table too.
 
 A host-wide lock (``/run/nfvlab/lock``, flock) keeps two runs from building or
 driving labs at once: they would share the same CPUs and falsify each other.
@@ -25,6 +28,8 @@ __all__ = ["HostLock", "LabBusy", "LabState", "ProcessRecord", "clean", "destroy
            "run_dir"]
 
 PREFIX = "nfvl-"
+#: Environment variable marking every process a lab spawns (and their children) with its lab id.
+LAB_ENV = "NFVLAB_LAB_ID"
 #: Names of namespaces nfvlab creates: nfvl-<6 hex>-<role>.
 NS_PATTERN = re.compile(r"^nfvl-([0-9a-f]{6})-(tg|wk|pod\d+|noisy\d*)$")
 #: Any other named lab resource (cgroup, DPDK file prefix): nfvl-<6 hex>-...
@@ -133,6 +138,31 @@ def kill_process(rec: ProcessRecord, timeout_s: float = 3.0) -> bool:
     return _exited(rec)
 
 
+def marked_processes() -> dict[str, list[ProcessRecord]]:
+    """Processes carrying ``NFVLAB_LAB_ID`` in their environment, by lab id (the process table, not records)."""
+    marker = f"{LAB_ENV}=".encode()
+    found: dict[str, list[ProcessRecord]] = {}
+    me = os.getpid()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == me:
+            continue
+        try:
+            env = (d / "environ").read_bytes()
+            st = _proc_stat(int(d.name))
+        except OSError:  # gone meanwhile, or a kernel thread
+            continue
+        if st is None or st[0] == "Z":
+            continue
+        for var in env.split(b"\0"):
+            if var.startswith(marker):
+                lab_id = var[len(marker):].decode(errors="replace")
+                if re.fullmatch(r"[0-9a-f]{6}", lab_id):
+                    found.setdefault(lab_id, []).append(
+                        ProcessRecord(pid=int(d.name), start_time=st[1], cmd=f"pid {d.name} of lab {lab_id}"))
+                break
+    return found
+
+
 def existing_namespaces() -> list[str]:
     d = Path("/var/run/netns")
     return sorted(p.name for p in d.iterdir()) if d.exists() else []
@@ -228,6 +258,8 @@ def destroy(state: LabState) -> None:
     state.save()
     for rec in state.processes:
         kill_process(rec)
+    for rec in marked_processes().get(state.lab_id, []):  # started but never recorded (kill -9)
+        kill_process(rec)
     for cg in reversed(state.cgroups):
         remove_cgroup(cg)
     for m in reversed(state.mounts):
@@ -252,8 +284,10 @@ def is_leftover(st: LabState, include_persistent: bool = False) -> bool:
 def clean(include_persistent: bool = False) -> list[str]:
     """Remove what killed runs left behind; return a line per removed item.
 
-    Touches only resources listed in state records of dead owners and
-    ``nfvl-<id>-<role>`` namespaces whose lab has no live state record.
+    Touches only resources listed in state records of dead owners,
+    ``nfvl-<id>-<role>`` namespaces and cgroups whose lab has no live state
+    record, and processes carrying ``NFVLAB_LAB_ID`` of such a lab (found in
+    the process table: a kill -9 between fork and record leaves no record).
     """
     removed = []
     for st in all_states():
@@ -262,6 +296,11 @@ def clean(include_persistent: bool = False) -> list[str]:
         destroy(st)
         removed.append(f"lab {st.lab_id} ({st.model}, {st.status}): {', '.join(st.namespaces) or 'no namespaces'}")
     kept_ids = {st.lab_id for st in all_states()}
+    for lab_id, recs in sorted(marked_processes().items()):
+        if lab_id not in kept_ids:
+            for rec in recs:
+                if kill_process(rec):
+                    removed.append(f"orphan process {rec.pid} of lab {lab_id}")
     for ns in existing_namespaces():
         m = NS_PATTERN.match(ns)
         if m and m.group(1) not in kept_ids:

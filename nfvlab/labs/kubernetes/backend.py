@@ -112,6 +112,12 @@ class KubernetesLab:
         self._api = None
         self._node: Optional[dict] = None
         self._run: Optional[RunState] = None
+        # Cluster facts and verdicts, read once per backend: open() reuses what check() found.
+        self._nodes: dict[tuple, list[dict]] = {}
+        self._kubelet: dict[str, dict] = {}
+        self._cni: Optional[dict] = None
+        self._ready: Optional[list[str]] = None
+        self._checked: dict[Scenario, list[str]] = {}
 
     # -- cluster facts (read-only) ------------------------------------------------------------------
     def api(self):
@@ -129,18 +135,49 @@ class KubernetesLab:
             self._node = self.api().sanitize_for_serialization(self._core().read_node(self.params.node))
         return self._node
 
-    def kubelet_config(self) -> dict:
-        """The node's kubelet configuration (``/configz``), or {} when not readable."""
-        try:
-            raw = self.api().call_api(f"/api/v1/nodes/{self.params.node}/proxy/configz", "GET",
-                                      auth_settings=["BearerToken"], _preload_content=False,
-                                      response_type=None)
-            data = raw[0] if isinstance(raw, tuple) else raw
-            return json.loads(data.data).get("kubeletconfig", {})
-        except Exception:
-            return {}
+    def kubelet_config(self, node: Optional[str] = None) -> dict:
+        """A node's kubelet configuration (``/configz``; default: ``node``), or {} when not readable."""
+        node = node or self.params.node
+        if node not in self._kubelet:
+            try:
+                raw = self.api().call_api(f"/api/v1/nodes/{node}/proxy/configz", "GET",
+                                          auth_settings=["BearerToken"], _preload_content=False,
+                                          response_type=None)
+                data = raw[0] if isinstance(raw, tuple) else raw
+                self._kubelet[node] = json.loads(data.data).get("kubeletconfig", {})
+            except Exception:
+                self._kubelet[node] = {}
+        return self._kubelet[node]
+
+    def nodes_for(self, pod_name: str, node: Optional[str] = None) -> list[dict]:
+        """Ready nodes pod ``pod_name`` may go to: its node selector matches, no untolerated taint."""
+        sel = render.node_selector(self.params, pod_name, node)
+        key = tuple(sorted(sel.items()))
+        if key not in self._nodes:
+            found = self._core().list_node(label_selector=",".join(f"{k}={v}" for k, v in sorted(sel.items())))
+            self._nodes[key] = [n for n in map(self.api().sanitize_for_serialization, found.items)
+                                if _node_ready(n) and not _untolerated(n, self.params.tolerations)]
+        return self._nodes[key]
+
+    def primary_cni(self) -> dict:
+        """The cluster's primary CNI, detected from what it installs (never installed by nfvlab).
+
+        Returns
+        -------
+        dict
+            ``name`` (``cilium``, ``calico``, ``calico-vpp`` or None), ``ebpf`` (its data path is
+            eBPF), ``evidence`` (the objects it was read from), ``version`` (an image tag, if seen).
+        """
+        if self._cni is None:
+            self._cni = detect_primary_cni(self.api())
+        return self._cni
 
     def ready(self) -> list[str]:
+        if self._ready is None:
+            self._ready = self._ready_reasons()
+        return self._ready
+
+    def _ready_reasons(self) -> list[str]:
         p = self.params
         try:
             from kubernetes import client
@@ -172,46 +209,136 @@ class KubernetesLab:
         return []
 
     def check(self, scenario: Scenario) -> list[str]:
-        p, model = self.params, scenario.model
+        """Why this cluster cannot realize ``scenario``, each reason read once as
+        ``model M cannot run on this cluster: why`` (the caller says "not realizable")."""
+        if scenario not in self._checked:
+            try:
+                why = self._static_reasons(scenario) or self._cluster_reasons(scenario)
+            except Exception as err:
+                why = [f"kubernetes.node {self.params.node!r}: {_reason(err)}"]
+            else:
+                why = [f"{scenario.label} cannot run on this cluster: {w}" for w in why]
+            self._checked[scenario] = why
+        return self._checked[scenario]
+
+    def _static_reasons(self, scenario: Scenario) -> list[str]:
+        """What the profile alone rules out (no cluster call)."""
+        p, model, res = self.params, scenario.model, scenario.resources
         why = []
-        if model not in render.CNI_OF and model not in p.networks:
-            why.append(f"not realizable on this cluster: {model} needs secondary networks nfvlab does not "
-                       f"render (name two NetworkAttachmentDefinitions in kubernetes.networks.{model})")
+        if scenario.spec.pods > 1:
+            why.append("two-pod chains are not mapped to Kubernetes in this nfvlab version")
+        elif model in render.EBPF_MODELS:
+            pass  # decided by the primary CNI (cluster facts)
+        elif (model not in render.CNI_OF and model not in p.networks
+              and not render.calico_vpp_memif(scenario, p)):
+            why.append(f"it needs secondary networks nfvlab does not render (name two "
+                       f"NetworkAttachmentDefinitions the cluster has in kubernetes.networks.{model})")
         if model == "linux-bridge" and p.cabling != "local" and model not in p.networks:
-            why.append("not realizable on this cluster: linux-bridge needs the node's NIC ports on a bridge; "
-                       "nfvlab wires that only with cabling local (else name NADs in kubernetes.networks)")
+            why.append("linux-bridge needs the node's NIC ports on a bridge; nfvlab wires that only with "
+                       "cabling local (else name NADs in kubernetes.networks)")
         if scenario.density is not None:
-            why.append("not realizable on this cluster: service density topologies are embedded-lab only "
-                       "in this nfvlab version")
-        res = scenario.resources
-        if res.noisy_load_pct is not None:
-            why.append("not realizable on this cluster: the noisy-neighbour pod is embedded-lab only in this "
-                       "nfvlab version")
-        if res.numa != "s1":
-            why.append(f"not realizable on this cluster: NUMA scenario {res.numa} needs the Topology Manager "
-                       "and a multi-socket node (not implemented for Kubernetes in this nfvlab version)")
+            why.append("service density topologies are embedded-lab only in this nfvlab version")
+        if res.noisy_load_pct is not None and not p.noisy_image:
+            why.append("the noisy neighbour needs an image with stress-ng (kubernetes.noisy_image)")
         if res.pcdr4sw != "1:1" or res.pcdr4nf != "1:1":
-            why.append("not realizable on this cluster: core ratios need user-space NFs")
+            why.append("core ratios need user-space NFs")
+        return why
+
+    def _cluster_reasons(self, scenario: Scenario) -> list[str]:
+        """What the cluster lacks: networks, a primary CNI, nodes with the resources, kubelet policies."""
+        p, model, res = self.params, scenario.model, scenario.resources
+        why = []
+        if model in render.EBPF_MODELS:
+            cni = self.primary_cni()
+            if not cni["ebpf"]:
+                why.append(f"{model} is the cluster's primary CNI in eBPF mode (Cilium, Calico eBPF), "
+                           f"detected, never installed; found {cni['name'] or 'none'} ({cni['evidence']})")
+            elif model not in p.networks:
+                why.append(f"the primary CNI {cni['name']} is eBPF, but nfvlab drives traffic through two "
+                           f"secondary interfaces: name the NADs that reach the pod in kubernetes.networks.{model}")
+        if render.calico_vpp_memif(scenario, p):
+            cni = self.primary_cni()
+            why.append("the Calico/VPP memif pod renders (nfvlab lab render), but "
+                       + (f"the primary CNI is {cni['name'] or 'not detected'} ({cni['evidence']}), not calico-vpp"
+                          if cni["name"] != "calico-vpp" else
+                          "nfvlab drives traffic through secondary interfaces eth1/eth2, not the memif"))
+        for ref in p.networks.get(model, []):
+            missing = self._missing_nad(ref)
+            if missing:
+                why.append(missing)
         if why:
             return why
-        try:
-            alloc = self.node().get("status", {}).get("allocatable", {})
-        except Exception as err:
-            return [f"kubernetes.node {p.node!r}: {_reason(err)}"]
-        if render.CNI_OF.get(model) == "sriov" and int(alloc.get(p.sriov_resource, "0") or 0) < 2:
-            why.append(f"not realizable on this cluster: node {p.node} has {alloc.get(p.sriov_resource, 0)} "
-                       f"allocatable {p.sriov_resource} (a pod needs 2 VFs)")
-        if res.hugepages and _quantity(alloc.get("hugepages-2Mi", "0")) < 64 * 2 ** 20:
-            why.append(f"not realizable on this cluster: node {p.node} has no 64 MiB of hugepages-2Mi")
-        if res.pinning == "exclusive":
-            policy = self.kubelet_config().get("cpuManagerPolicy")
-            if policy != "static":
-                why.append(f"not realizable on this cluster: exclusive pinning needs the static CPU manager "
-                           f"on {p.node} (kubelet cpuManagerPolicy: {policy or 'not readable'})")
-        elif res.pinning in ("shared",):
-            why.append("not realizable on this cluster: shared pinning (CMK's shared pool) is not mapped "
-                       "to Kubernetes in this nfvlab version; use plan (Burstable) or exclusive (Guaranteed)")
+        nodes = self.nodes_for("pod1")
+        sel = render.node_selector(p, "pod1")
+        if not nodes:
+            return [f"no Ready node without an untolerated taint matches {_selector(sel)}"]
+        if p.cabling == "local" and p.node not in [n["metadata"]["name"] for n in nodes]:
+            return [f"with cabling local the NIC ports are on {p.node}, which the {_selector(sel)} does not "
+                    f"select (it selects {', '.join(n['metadata']['name'] for n in nodes)})"]
+        need = render.pod_requests(scenario, p)
+        fits, lacks = [], []
+        for n in nodes:
+            alloc = n.get("status", {}).get("allocatable", {})
+            short = [f"{alloc.get(r, 0)} allocatable {r} (a pod needs {q})" for r, q in need.items()
+                     if _quantity(alloc.get(r, "0")) < _quantity(q)]
+            (lacks.append(f"node {n['metadata']['name']} has " + ", ".join(short)) if short
+             else fits.append(n))
+        if not fits:
+            return lacks
+        if render.guaranteed(scenario):
+            fits = [n for n in fits if self.kubelet_config(n["metadata"]["name"]).get("cpuManagerPolicy") == "static"]
+            if not fits:
+                names = ", ".join(n["metadata"]["name"] for n in nodes)
+                policy = self.kubelet_config(nodes[0]["metadata"]["name"]).get("cpuManagerPolicy")
+                return [f"{'exclusive pinning' if res.pinning == 'exclusive' else 'a NUMA scenario'} needs "
+                        f"the static CPU manager on {names} (kubelet cpuManagerPolicy: {policy or 'not readable'})"]
+        if res.numa != "s1":
+            why += self._numa_reasons(res.numa, fits)
+        if res.noisy_load_pct is not None and "noisy" in p.placement and not self.nodes_for("noisy"):
+            why.append(f"no Ready node matches the noisy neighbour's {_selector(render.node_selector(p, 'noisy'))}")
         return why
+
+    def _missing_nad(self, ref: str) -> Optional[str]:
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+
+        ns, _, name = ref.rpartition("/")
+        try:
+            client.CustomObjectsApi(self.api()).get_namespaced_custom_object(
+                "k8s.cni.cncf.io", "v1", ns or "default", "network-attachment-definitions", name)
+        except ApiException as err:
+            if err.status == 404:
+                return f"the cluster has no NetworkAttachmentDefinition {ns or 'default'}/{name}"
+            raise
+        return None
+
+    def _numa_reasons(self, numa: str, nodes: list[dict]) -> list[str]:
+        """A NUMA scenario needs the Topology Manager aligning CPUs and devices and 2+ NUMA nodes."""
+        out = []
+        for n in nodes:
+            name = n["metadata"]["name"]
+            policy = self.kubelet_config(name).get("topologyManagerPolicy")
+            count, source = self.numa_nodes(n)
+            if policy not in ("single-numa-node", "restricted"):
+                out.append(f"NUMA scenario {numa} needs the Topology Manager policy single-numa-node or "
+                           f"restricted on {name} (kubelet topologyManagerPolicy: {policy or 'not readable'})")
+            elif count is None:
+                out.append(f"NUMA scenario {numa} needs 2+ NUMA nodes; {name}'s NUMA count is not knowable "
+                           "(label it feature.node.kubernetes.io/memory-numa=true, as node-feature-discovery does)")
+            elif count < 2:
+                out.append(f"NUMA scenario {numa} needs 2+ NUMA nodes; {name} has {count} ({source})")
+            else:
+                return []
+        return out[:1]
+
+    def numa_nodes(self, node: dict) -> tuple[Optional[int], str]:
+        """NUMA nodes of ``node`` and where that was read: this host's sysfs when the node is this
+        host (local cabling), node-feature-discovery's ``memory-numa`` label (2+), else unknown."""
+        if self.params.cabling == "local" and node["metadata"]["name"] == self.params.node:
+            return len(list(Path("/sys/devices/system/node").glob("node[0-9]*"))), "/sys/devices/system/node"
+        if node["metadata"].get("labels", {}).get("feature.node.kubernetes.io/memory-numa") == "true":
+            return 2, "label feature.node.kubernetes.io/memory-numa=true"
+        return None, "unknown"
 
     def mtu(self, scenario: Scenario) -> int:
         return self.link_mtu
@@ -225,18 +352,25 @@ class KubernetesLab:
             info = self.node().get("status", {}).get("nodeInfo", {})
             out["node_info"] = {k: info.get(k) for k in ("osImage", "kernelVersion", "containerRuntimeVersion",
                                                           "kubeletVersion", "architecture")}
-            kc = self.kubelet_config()
-            out["kubelet"] = {k: kc.get(k) for k in ("cpuManagerPolicy", "topologyManagerPolicy",
-                                                     "memoryManagerPolicy", "reservedSystemCPUs",
-                                                     "allowedUnsafeSysctls")}
+            out["kubelet"] = self._kubelet_policies(self.params.node)
+            out["primary_cni"] = self.primary_cni()
+            out["placement_config"] = {k: v.model_dump(exclude_defaults=True)
+                                       for k, v in self.params.placement.items()}
+            if self.params.cni_conf_dir:
+                out["node_cni_conf"] = cni_conf(self.params.cni_conf_dir)
         except Exception as err:  # provenance never fails a run
             out["error"] = _reason(err)
         return out
 
+    def _kubelet_policies(self, node: str) -> dict:
+        kc = self.kubelet_config(node)
+        return {k: kc.get(k) for k in ("cpuManagerPolicy", "topologyManagerPolicy", "topologyManagerScope",
+                                       "memoryManagerPolicy", "reservedSystemCPUs", "allowedUnsafeSysctls")}
+
     # -- a run ----------------------------------------------------------------------------------------
     @contextmanager
     def open(self, scenario: Scenario) -> Iterator[LabSession]:
-        reasons = self.ready() or self.check(scenario)
+        reasons = self.ready() or self.check(scenario)  # cached: the caller's check() is not repeated
         if reasons:
             raise LabError(reasons[0])
         p = self.params
@@ -255,19 +389,35 @@ class KubernetesLab:
             st.save()
             t0 = time.monotonic()
             streams_ports, tg_macs = self._cable(st) if p.cabling == "local" else (None, p.tg_macs)
+            if p.cabling == "local":  # the node's NIC ports are this host's links until a pod takes them
+                info["node_nics"] = {nic: nic_info(nic) for nic in p.nics}
             objects = render.manifests(scenario, p, run_id, tg_macs)
             problems = [x for m in objects for x in render.validate(m, p)]
             if problems:
                 raise LabError(f"rendered manifest invalid: {problems[0]}")
-            timings = self._apply(objects, st.namespace)
+            # The noisy neighbour comes once pod1 runs, on pod1's node (self._noisy).
+            timings = self._apply([o for o in objects if o["metadata"]["name"] != "noisy"], st.namespace)
             pod = timings.pop("pod")
             macs = _interface_macs(pod)
+            node = pod["spec"].get("nodeName")
+            if p.cabling == "local" and node != p.node:
+                raise LabError(f"pod1 was placed on {node}, but with cabling local the NIC ports {', '.join(p.nics)} "
+                               f"are on {p.node}: narrow kubernetes.placement.pod1")
+            pods = {"pod1": {"node": node, "node_selector": pod["spec"]["nodeSelector"],
+                             "create_to_ready_s": timings["pod_create_to_ready_s"],
+                             "create_to_interfaces_s": timings["pod_create_to_interfaces_s"]}}
+            if scenario.resources.noisy_load_pct is not None:
+                pods["noisy"] = self._noisy(scenario, st, node)
             info.update(timings, setup_s=round(time.monotonic() - t0, 3),
                         networks=render.network_names(scenario, p, run_id),
                         nads=[json.loads(m["spec"]["config"]) for m in objects
                               if m["kind"] == "NetworkAttachmentDefinition"],
-                        placement={"pod1": pod["spec"].get("nodeName")},
-                        qos_class=pod.get("status", {}).get("qosClass"))
+                        placement={name: d["node"] for name, d in pods.items()},
+                        pods=pods, qos_class=pod.get("status", {}).get("qosClass"),
+                        node_labels=self._labels_of(node),
+                        kubelet=self._kubelet_policies(node))
+            if p.cni_conf_dir:
+                info["node_cni_conf"] = cni_conf(p.cni_conf_dir)
             if streams_ports is None:
                 streams_ports = [Port("generator", "0"), Port("generator", "1")]
             tx = streams_ports
@@ -277,12 +427,34 @@ class KubernetesLab:
         finally:
             masked = _mask_signals()
             try:
-                info["teardown_s"] = self._teardown(st)
+                info["teardown_s"] = self._teardown(st, info.get("pods", {}))
             finally:
                 _restore_signals(masked)
                 signal.signal(signal.SIGTERM, old_term) if old_term is not None else None
                 if lock is not None:
                     lock.__exit__(None, None, None)
+
+    def _labels_of(self, node: Optional[str]) -> dict:
+        """The labels of the node a pod went to (what label placement matched against)."""
+        try:
+            return dict(self._core().read_node(node).metadata.labels or {}) if node else {}
+        except Exception as err:  # provenance never fails a run
+            return {"error": _reason(err)}
+
+    def _noisy(self, scenario: Scenario, st: RunState, node: str) -> dict:
+        """The noisy neighbour, created once pod1 runs, on pod1's node (unless ``placement.noisy``)."""
+        from kubernetes import client
+
+        obj = render.noisy_pod(scenario, self.params, st.run_id, node)
+        problems = render.validate(obj, self.params)
+        if problems:
+            raise LabError(f"rendered manifest invalid: {problems[0]}")
+        created = time.monotonic()
+        client.CoreV1Api(self.api()).create_namespaced_pod(st.namespace, obj)
+        t = self._wait_ready(st.namespace, "noisy", created, interfaces=False)
+        return {"node": t["pod"]["spec"].get("nodeName"), "node_selector": obj["spec"]["nodeSelector"],
+                "create_to_ready_s": t["pod_create_to_ready_s"], "load_pct": scenario.resources.noisy_load_pct,
+                "qos_class": t["pod"].get("status", {}).get("qosClass")}
 
     def _cable(self, st: RunState) -> tuple[list[Port], list[str]]:
         """Generator namespace tg0/tg1 cabled by veths to the node NIC ports ``nics`` (this host)."""
@@ -326,12 +498,12 @@ class KubernetesLab:
         self._run.save()
         nl.bridge(None, cfg["bridge"], [self.params.nics[side]], self.link_mtu)
 
-    def _wait_ready(self, namespace: str, name: str, created: float) -> dict:
+    def _wait_ready(self, namespace: str, name: str, created: float, interfaces: bool = True) -> dict:
         from kubernetes import client
 
         core = client.CoreV1Api(self.api())
         deadline = created + self.params.ready_timeout_s
-        attached = None
+        attached = None if interfaces else created
         while True:
             pod = self.api().sanitize_for_serialization(core.read_namespaced_pod(name, namespace))
             ann = pod["metadata"].get("annotations", {})
@@ -350,9 +522,13 @@ class KubernetesLab:
                                f"{self.params.ready_timeout_s:g} s: {_why_not_ready(core, pod)}")
             time.sleep(0.1)
 
-    def _teardown(self, st: RunState) -> float:
+    def _teardown(self, st: RunState, pods: dict) -> float:
         t0 = time.monotonic()
-        errors = delete_run(st)
+        delete_s: dict[str, float] = {}
+        errors = delete_run(st, pod_delete_s=delete_s)
+        for name, s in delete_s.items():
+            if name in pods:
+                pods[name]["delete_s"] = s
         if errors:
             raise LabError("teardown incomplete (`nfvlab lab clean` retries): " + "; ".join(errors))
         return round(time.monotonic() - t0, 3)
@@ -407,14 +583,20 @@ def _why_not_ready(core, pod: dict) -> str:
     return f"phase {st.get('phase')}"
 
 
-def delete_run(st: RunState, timeout_s: float = 60.0) -> list[str]:
-    """Delete the run's namespace (waiting until it is gone), then its host links and generator namespace."""
+def delete_run(st: RunState, timeout_s: float = 60.0, pod_delete_s: Optional[dict] = None) -> list[str]:
+    """Delete the run's namespace (waiting until it is gone), then its host links and generator namespace.
+
+    With ``pod_delete_s``, the pods are deleted first, one request each, and the dict gets each
+    pod's deletion time (delete request -> the API server no longer has it), seconds.
+    """
     errors = []
     try:
         from kubernetes import client
         from kubernetes.client.rest import ApiException
 
         core = client.CoreV1Api(_client(st.kubeconfig, st.context))
+        if pod_delete_s is not None:
+            _delete_pods(core, st.namespace, pod_delete_s, timeout_s)
         try:
             core.delete_namespace(st.namespace, grace_period_seconds=0, propagation_policy="Foreground")
         except ApiException as err:
@@ -448,6 +630,140 @@ def delete_run(st: RunState, timeout_s: float = 60.0) -> list[str]:
     if not errors:
         st.path.unlink(missing_ok=True)
     return errors
+
+
+def _delete_pods(core, namespace: str, out: dict, timeout_s: float) -> None:
+    """Delete every pod of ``namespace`` and time each until it is gone (the CNI benchmarking
+    draft's deletion time); a pod still there at the timeout is left to the namespace deletion."""
+    from kubernetes.client.rest import ApiException
+
+    started = {}
+    for pod in core.list_namespaced_pod(namespace).items:
+        started[pod.metadata.name] = time.monotonic()
+        core.delete_namespaced_pod(pod.metadata.name, namespace)
+    deadline = time.monotonic() + timeout_s
+    while started and time.monotonic() < deadline:
+        for name in list(started):
+            try:
+                core.read_namespaced_pod(name, namespace)
+            except ApiException as err:
+                if err.status != 404:
+                    raise
+                out[name] = round(time.monotonic() - started.pop(name), 3)
+        time.sleep(0.05)
+
+
+def _node_ready(node: dict) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in node.get("status", {}).get("conditions", []))
+
+
+def _untolerated(node: dict, tolerations: list[dict]) -> bool:
+    """Has ``node`` a NoSchedule/NoExecute taint none of ``tolerations`` tolerates?"""
+    def tolerates(t: dict, taint: dict) -> bool:
+        if t.get("effect") and t["effect"] != taint.get("effect"):
+            return False
+        if t.get("operator") == "Exists":
+            return not t.get("key") or t["key"] == taint.get("key")
+        return t.get("key") == taint.get("key") and t.get("value", "") == taint.get("value", "")
+
+    return any(taint.get("effect") in ("NoSchedule", "NoExecute") and not any(tolerates(t, taint) for t in tolerations)
+               for taint in node.get("spec", {}).get("taints") or [])
+
+
+def _selector(sel: dict) -> str:
+    return "node selector " + ",".join(f"{k}={v}" for k, v in sorted(sel.items()))
+
+
+def detect_primary_cni(api) -> dict:
+    """The primary CNI from what it installs: Cilium's ``cilium-config`` ConfigMap (``kube-system``),
+    Calico's ``calico-node`` DaemonSet (``FELIX_BPFENABLED``, else the default FelixConfiguration's
+    ``bpfEnabled``), Calico/VPP's ``calico-vpp-node`` DaemonSet. See :meth:`KubernetesLab.primary_cni`."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+
+    def daemonset(name: str):
+        items = apps.list_daemon_set_for_all_namespaces(field_selector=f"metadata.name={name}").items
+        return items[0] if items else None
+
+    def tag(ds) -> Optional[str]:
+        image = ds.spec.template.spec.containers[0].image if ds is not None else ""
+        return image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else None
+
+    try:
+        cm = core.read_namespaced_config_map("cilium-config", "kube-system")
+        ds = daemonset("cilium")
+        return {"name": "cilium", "ebpf": True, "version": tag(ds),
+                "evidence": "ConfigMap kube-system/cilium-config"
+                            + (f" (kube-proxy-replacement: {cm.data.get('kube-proxy-replacement')})"
+                               if cm.data and cm.data.get("kube-proxy-replacement") else "")}
+    except ApiException as err:
+        if err.status != 404:
+            raise
+    vpp = daemonset("calico-vpp-node")
+    if vpp is not None:
+        return {"name": "calico-vpp", "ebpf": False, "version": tag(vpp),
+                "evidence": f"DaemonSet {vpp.metadata.namespace}/calico-vpp-node"}
+    ds = daemonset("calico-node")
+    if ds is not None:
+        env = {e.name: e.value for c in ds.spec.template.spec.containers for e in c.env or []}
+        where = f"DaemonSet {ds.metadata.namespace}/calico-node"
+        if "FELIX_BPFENABLED" in env:
+            ebpf = str(env["FELIX_BPFENABLED"]).lower() == "true"
+            where += f" FELIX_BPFENABLED={env['FELIX_BPFENABLED']}"
+        else:
+            try:
+                felix = client.CustomObjectsApi(api).get_cluster_custom_object(
+                    "crd.projectcalico.org", "v1", "felixconfigurations", "default")
+                ebpf = bool(felix.get("spec", {}).get("bpfEnabled"))
+                where += f", FelixConfiguration default bpfEnabled={ebpf}"
+            except ApiException:
+                ebpf = False
+                where += " (no FELIX_BPFENABLED, no readable FelixConfiguration default)"
+        return {"name": "calico", "ebpf": ebpf, "version": tag(ds), "evidence": where}
+    return {"name": None, "ebpf": False, "version": None,
+            "evidence": "no ConfigMap kube-system/cilium-config, no calico-node or calico-vpp-node DaemonSet"}
+
+
+def cni_conf(conf_dir: str) -> dict:
+    """The node's CNI configuration files (``*.conf``, ``*.conflist``, ``*.json``), parsed; or why
+    they are not readable from here."""
+    d = Path(conf_dir)
+    try:
+        files = sorted(f for f in d.iterdir() if f.suffix in (".conf", ".conflist", ".json"))
+    except OSError as err:
+        return {"error": f"{conf_dir}: {err.strerror}"}
+    out = {}
+    for f in files:
+        try:
+            out[f.name] = json.loads(f.read_text())
+        except (OSError, ValueError) as err:
+            out[f.name] = {"error": str(err)}
+    return out
+
+
+def nic_info(nic: str) -> dict:
+    """Driver (``ethtool -i``) and offloads that can be switched (``ethtool -k``, not ``[fixed]``) of a
+    node NIC port on this host; ``error`` when ethtool cannot say."""
+    import subprocess
+
+    try:
+        drv = subprocess.run(["ethtool", "-i", nic], capture_output=True, text=True, timeout=5, check=False)
+        off = subprocess.run(["ethtool", "-k", nic], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return {"error": f"ethtool: {err}"}
+    if drv.returncode != 0:
+        return {"error": f"{nic}: " + (drv.stderr.strip() or "ethtool -i failed").splitlines()[0]}
+    info = dict(line.split(": ", 1) for line in drv.stdout.splitlines() if ": " in line)
+    offloads = {}
+    for line in off.stdout.splitlines()[1:]:
+        name, _, state = line.strip().partition(": ")
+        if state and "[fixed]" not in state:
+            offloads[name] = state.split()[0]
+    return {"driver": info.get("driver"), "version": info.get("version"),
+            "firmware": info.get("firmware-version"), "bus": info.get("bus-info"), "offloads": offloads}
 
 
 def all_runs() -> list[RunState]:

@@ -10,6 +10,11 @@
  * without this trial's signature); counters are read once traffic has stopped
  * and --settle-ms has passed. Prints one JSON object on stdout.
  *
+ * Pacing (see "Pacing" below): the TX thread runs SCHED_FIFO where permitted
+ * (--sched), sends at most the frames due in PACE_NS at once, and after a
+ * stall slips its schedule (by at most MAX_SLIP of the duration: "slip_s")
+ * rather than sending a catch-up burst.
+ *
  * Exit codes: 0 ok, 2 bad arguments, 3 setup failure, 130 interrupted.
  * Frame sizes include the 4-byte FCS (RFC 2544), which veth does not carry,
  * so a frame of size N is sent as N-4 bytes.
@@ -50,7 +55,7 @@
 #define MAX_PERIOD 10000
 #define MAX_PROBES 10000000LL /* keeps the send-time and sample arrays under ~160 MB */
 #define MAX_COUNTED_BITS (1ULL << 32) /* bitmap per rx port: 512 MiB at most */
-#define BATCH 32
+#define MAX_BATCH 64    /* frames per sendmmsg when behind schedule (32..256 measured alike) */
 #define MIN_FRAME 64
 #define MAX_FRAME 9018
 #define FCS_LEN 4
@@ -63,7 +68,12 @@
 #define TCX_F_BEFORE (1U << 3) /* BPF_F_BEFORE: ahead of the port's other programs */
 #define TC_HANDLE 0x4e46     /* legacy clsact filter handle/priority of the counter */
 #define TC_PRIORITY 1
-#define SPIN_NS 50000LL      /* sleep only when the next packet is further away */
+#define SPIN_NS 50000LL      /* SCHED_OTHER: sleep only when the next packet is further away */
+#define SPIN_FIFO_NS 2000LL  /* SCHED_FIFO: a sleep wakes within a few microseconds */
+#define PACE_NS 50000LL      /* a pass sends at most the frames due in this time (burst bound) */
+#define MIN_BURST 2          /* ... but at least this many: one frame late is no stall */
+#define MAX_SLIP 0.01        /* fraction of the duration a schedule may slip after stalls */
+#define RT_PRIORITY 10       /* SCHED_FIFO priority of the TX thread: below threaded IRQs (50) */
 #define MAX_SLEEP_NS 10000000LL /* bound sleeps so a signal is noticed quickly */
 #define NS_PER_S 1000000000LL
 #define NO_SAMPLE INT64_MIN     /* a clock step can make real samples negative */
@@ -88,6 +98,10 @@ struct stream {
     long long intended, attempted, sent, send_errors;
     long long probes_intended, probes_attempted, probes_sent;
     int64_t last_send_ns;
+    int burst;               /* most load frames sent in one pass while on schedule */
+    int64_t slip_ns;         /* how far this stream's schedule slipped after stalls */
+    long long max_backlog;   /* largest lag behind schedule seen, frames */
+    bool finished;
     int64_t *probe_tx_ns;    /* send time (CLOCK_REALTIME) per probe sequence, 0 = not sent */
     int64_t *samples;        /* latency per probe sequence, NO_SAMPLE = not seen */
     long long nsamples;
@@ -121,6 +135,9 @@ struct config {
     int settle_ms;
     int cpu;                 /* -1 = no pinning */
     int sndbuf;              /* 0 = kernel default */
+    const char *sched;       /* "auto", "fifo" or "other": the TX thread's scheduling policy */
+    const char *sched_used;  /* "fifo" or "other" */
+    bool qdisc_bypass;       /* PACKET_QDISC_BYPASS on the tx sockets */
     int nstreams;
     struct stream streams[MAX_STREAMS];
     uint32_t trial_id;
@@ -292,6 +309,7 @@ static const char usage[] =
     "usage: nfvlab-gen --duration-s D [--frame-size N | --sizes S:W,... | --imix]\n"
     "                  [--flows F] [--latency-pps L] [--settle-ms S] [--cpu C] [--sndbuf BYTES]\n"
     "                  [--trial-id ID] [--count-obj BPF_OBJECT [--count-hook auto|tcx|tc] [--pass-load]]\n"
+    "                  [--sched auto|fifo|other] [--qdisc-bypass]\n"
     "                  --stream 'tx=NS:IF,rx=NS:IF,rate=PPS,smac=MAC,dmac=MAC,sip=IP,dip=IP' [--stream ...]\n";
 
 static void set_sizes(struct config *c, bool *have_size, const char *opt, const char *list)
@@ -309,6 +327,12 @@ static void apply_option(struct config *c, const char *opt, const char *val, boo
         set_sizes(c, have_size, opt, "64:7,570:4,1518:1");
     } else if (!strcmp(opt, "--pass-load")) {
         c->pass_load = true;
+    } else if (!strcmp(opt, "--qdisc-bypass")) {
+        c->qdisc_bypass = true;
+    } else if (!strcmp(opt, "--sched")) {
+        if (strcmp(val, "auto") && strcmp(val, "fifo") && strcmp(val, "other"))
+            bad_arg("--sched '%s' is invalid: auto, fifo or other", val);
+        c->sched = val;
     } else if (!strcmp(opt, "--trial-id")) {
         char *end;
         errno = 0;
@@ -363,6 +387,7 @@ static void parse_args(struct config *c, int argc, char **argv)
     c->settle_ms = 100;
     c->cpu = -1;
     c->count_hook = "auto";
+    c->sched = "auto";
     for (int i = 1; i < argc; i++) {
         char opt[64];
         const char *arg = argv[i], *val = NULL, *eq = strchr(arg, '=');
@@ -374,7 +399,7 @@ static void parse_args(struct config *c, int argc, char **argv)
         if (strncmp(arg, "--", 2) || optlen >= (int)sizeof opt)
             bad_arg("unexpected argument '%s' (see --help)", arg);
         snprintf(opt, sizeof opt, "%.*s", optlen, arg);
-        if (!strcmp(opt, "--imix") || !strcmp(opt, "--pass-load")) {
+        if (!strcmp(opt, "--imix") || !strcmp(opt, "--pass-load") || !strcmp(opt, "--qdisc-bypass")) {
             if (eq)
                 bad_arg("%s takes no value", opt);
         } else if (eq) {
@@ -541,6 +566,9 @@ static void open_tx(const struct config *c, struct stream *s)
                    s->tx.spec, mtu);
     if (c->sndbuf && setsockopt(s->txfd, SOL_SOCKET, SO_SNDBUFFORCE, &c->sndbuf, sizeof c->sndbuf) < 0)
         setup_fail("cannot set SO_SNDBUFFORCE=%d on %s: %s", c->sndbuf, s->tx.spec, strerror(errno));
+    int one = 1;
+    if (c->qdisc_bypass && setsockopt(s->txfd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one) < 0)
+        setup_fail("cannot set PACKET_QDISC_BYPASS on %s: %s", s->tx.spec, strerror(errno));
     /* Bounds a send blocked on a stalled queue: it fails with EAGAIN instead. */
     struct timeval tmo = {.tv_sec = 0, .tv_usec = 100000};
     setsockopt(s->txfd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof tmo);
@@ -674,9 +702,9 @@ static void send_probe(struct stream *s)
  */
 static void send_load(const struct config *c, struct stream *s, int n, int64_t t0)
 {
-    struct mmsghdr msgs[BATCH];
-    struct iovec iov[BATCH][3];
-    uint8_t sig[BATCH][NFVL_SIG_LEN];
+    struct mmsghdr msgs[MAX_BATCH];
+    struct iovec iov[MAX_BATCH][3];
+    uint8_t sig[MAX_BATCH][NFVL_SIG_LEN];
     for (int j = 0; j < n; j++) {
         long long k = s->sent + j;
         int z = c->seq[k % c->period];
@@ -702,27 +730,76 @@ static void send_load(const struct config *c, struct stream *s, int n, int64_t t
 }
 
 /*
- * One pass over the streams: each due probe, then at most one batch per
- * stream, so streams share the thread round-robin. On the final pass (at the
- * deadline) a stream only sends its remainder if it fits one batch: that tail
- * fell due in the last moments, whereas a larger backlog is a shortfall.
+ * Pacing. Each stream has its own schedule: frame n is due n / rate after the
+ * start, plus the stream's slip. A pass sends what is due, at most `burst`
+ * frames (the frames due in PACE_NS), so frames leave in the spacing the rate
+ * asks for and never in a longer burst while the thread keeps up. After a
+ * stall (the thread was preempted, the VM descheduled), the frames that fell
+ * due meanwhile are not sent as one catch-up burst, which a DUT with a
+ * shallow buffer would drop although the offered rate is within its capacity:
+ * the schedule slips by the stall instead, so the frames keep their spacing
+ * and the trial ends that much later. Slip is bounded by MAX_SLIP of the
+ * duration (reported per stream, and the offered rate, sent / tx_elapsed_s,
+ * shows it); beyond that the stream catches up in sendmmsg batches of up to
+ * MAX_BATCH, and what is still unsent at its deadline is a shortfall, counted
+ * as loss. Probes are paced on the same (slipped) clock.
  */
-static bool tx_pass(struct config *c, int first, int64_t t0, int64_t elapsed, bool final)
+static int stream_burst(double rate)
+{
+    double b = floor(rate * (double)PACE_NS / 1e9);
+    return b < MIN_BURST ? MIN_BURST : b > MAX_BATCH ? MAX_BATCH : (int)b;
+}
+
+/* Elapsed time on stream s's schedule. */
+static int64_t stream_elapsed(const struct stream *s, int64_t elapsed) { return elapsed - s->slip_ns; }
+
+/* Slip s's schedule so that at most `burst` frames are due now, within the slip budget. */
+static void slip(const struct config *c, struct stream *s, long long backlog)
+{
+    int64_t budget = (int64_t)(MAX_SLIP * c->duration * 1e9) - s->slip_ns;
+    int64_t want = (int64_t)ceil((double)(backlog - s->burst) * 1e9 / s->rate);
+    if (budget > 0)
+        s->slip_ns += want < budget ? want : budget;
+}
+
+/*
+ * One pass over the streams: each due probe, then the due load frames of each
+ * stream (see Pacing), so streams share the thread round-robin. At a stream's
+ * deadline it only sends its remainder if that fits one burst: the tail fell
+ * due in the last moments, whereas a larger backlog is a shortfall.
+ */
+static bool tx_pass(struct config *c, int first, int64_t t0, int64_t elapsed)
 {
     bool worked = false;
+    int64_t deadline = (int64_t)llround(c->duration * 1e9);
     for (int i = 0; i < c->nstreams; i++) {
         struct stream *s = &c->streams[(first + i) % c->nstreams];
-        long long pdue = final ? s->probes_intended : due_count(c->latency_pps, elapsed, s->probes_intended);
+        if (s->finished)
+            continue;
+        int64_t se = stream_elapsed(s, elapsed);
+        bool final = se >= deadline;
+        long long due = final ? s->intended : due_count(s->rate, se, s->intended);
+        long long backlog = due - s->attempted;
+        if (!final && backlog > s->burst) {
+            if (backlog > s->max_backlog)
+                s->max_backlog = backlog;
+            slip(c, s, backlog);
+            se = stream_elapsed(s, elapsed);
+            due = due_count(s->rate, se, s->intended);
+            backlog = due - s->attempted;
+        }
+        long long pdue = final ? s->probes_intended : due_count(c->latency_pps, se, s->probes_intended);
         if (s->probes_attempted < pdue && (!final || pdue - s->probes_attempted <= 1)) {
             send_probe(s);
             worked = true;
         }
-        long long due = final ? s->intended : due_count(s->rate, elapsed, s->intended);
-        long long backlog = due - s->attempted;
-        if (backlog > 0 && (!final || backlog <= BATCH)) {
-            send_load(c, s, backlog < BATCH ? (int)backlog : BATCH, t0);
+        /* On schedule: at most a burst. Behind it beyond the slip budget: catch up in big batches. */
+        long long most = backlog > s->burst ? MAX_BATCH : s->burst;
+        if (backlog > 0 && (!final || backlog <= s->burst)) {
+            send_load(c, s, (int)(backlog < most ? backlog : most), t0);
             worked = true;
         }
+        s->finished = final;
     }
     return worked;
 }
@@ -731,27 +808,33 @@ static bool all_done(const struct config *c)
 {
     for (int i = 0; i < c->nstreams; i++) {
         const struct stream *s = &c->streams[i];
-        if (s->attempted < s->intended || s->probes_attempted < s->probes_intended)
+        if (!s->finished && (s->attempted < s->intended || s->probes_attempted < s->probes_intended))
             return false;
     }
     return true;
 }
 
+/* Time (on the common clock) at which the next frame or probe of any stream is due. */
 static int64_t next_due(const struct config *c, int64_t deadline)
 {
-    int64_t next = deadline;
+    int64_t next = INT64_MAX;
     for (int i = 0; i < c->nstreams; i++) {
         const struct stream *s = &c->streams[i];
+        if (s->finished)
+            continue;
+        int64_t t = deadline;
         if (s->attempted < s->intended) {
-            int64_t t = due_time_ns(s->attempted + 1, s->rate);
-            next = t < next ? t : next;
+            int64_t d = due_time_ns(s->attempted + 1, s->rate);
+            t = d < t ? d : t;
         }
         if (s->probes_attempted < s->probes_intended) {
-            int64_t t = due_time_ns(s->probes_attempted + 1, c->latency_pps);
-            next = t < next ? t : next;
+            int64_t d = due_time_ns(s->probes_attempted + 1, c->latency_pps);
+            t = d < t ? d : t;
         }
+        t += s->slip_ns;
+        next = t < next ? t : next;
     }
-    return next;
+    return next == INT64_MAX ? deadline : next;
 }
 
 static void sleep_until_mono(int64_t t)
@@ -760,23 +843,46 @@ static void sleep_until_mono(int64_t t)
     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
+/*
+ * The TX thread runs SCHED_FIFO where permitted (measured on a shared 2-vCPU
+ * VM: under SCHED_OTHER the 99.9th percentile of inter-departure gaps was
+ * 1-8 ms, the time slice another task got; under SCHED_FIFO it was < 0.1 ms).
+ * A FIFO thread must not spin for long: a CPU it keeps busy is taken from it
+ * for tens of milliseconds at once (RT throttling / the fair server), so it
+ * sleeps until a few microseconds before each frame is due.
+ */
+static void set_tx_sched(struct config *c)
+{
+    c->sched_used = "other";
+    if (!strcmp(c->sched, "other"))
+        return;
+    struct sched_param sp = {.sched_priority = RT_PRIORITY};
+    int err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+    if (!err)
+        c->sched_used = "fifo";
+    else if (!strcmp(c->sched, "fifo"))
+        setup_fail("cannot run the TX thread SCHED_FIFO: %s (needs CAP_SYS_NICE; --sched auto falls back)",
+                   strerror(err));
+}
+
 static void run_tx(struct config *c)
 {
     int64_t t0 = mono_ns(), deadline = (int64_t)llround(c->duration * 1e9);
+    int64_t spin_ns = strcmp(c->sched_used, "fifo") ? SPIN_NS : SPIN_FIFO_NS;
+    for (int i = 0; i < c->nstreams; i++)
+        c->streams[i].burst = stream_burst(c->streams[i].rate);
     for (int first = 0; !g_interrupted; first = (first + 1) % c->nstreams) {
-        int64_t elapsed = mono_ns() - t0;
-        bool final = elapsed >= deadline;
-        bool worked = tx_pass(c, first, t0, elapsed, final);
-        if (final || all_done(c))
+        bool worked = tx_pass(c, first, t0, mono_ns() - t0);
+        if (all_done(c))
             break;
         if (worked)
             continue;
         int64_t now = mono_ns();
         int64_t wait = t0 + next_due(c, deadline) - now;
-        /* A sleep costs tens of microseconds of wakeup latency, so only sleep
-         * when the next frame is further away than that; otherwise spin. */
-        if (wait > SPIN_NS)
-            sleep_until_mono(now + (wait < MAX_SLEEP_NS ? wait : MAX_SLEEP_NS));
+        /* A sleep costs microseconds of wakeup latency (tens under SCHED_OTHER),
+         * so only sleep when the next frame is further away than that. */
+        if (wait > spin_ns)
+            sleep_until_mono(now + (wait - spin_ns < MAX_SLEEP_NS ? wait - spin_ns : MAX_SLEEP_NS));
     }
 }
 
@@ -1019,32 +1125,46 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Nearest-rank percentile of n sorted values. */
-static int64_t percentile(const int64_t *v, long long n, int pct)
+/* Nearest-rank percentile of n sorted values, pct in per mille (999 = p99.9). */
+static int64_t percentile(const int64_t *v, long long n, int permille)
 {
-    long long rank = (pct * n + 99) / 100;
+    long long rank = (permille * n + 999) / 1000;
     return v[(rank < 1 ? 1 : rank) - 1];
 }
 
+/*
+ * min/avg/max and exact nearest-rank percentiles of the probes that came
+ * back, and every sample (sorted, nanoseconds): nfvlab turns them into an HDR
+ * histogram, so nothing is binned here.
+ */
 static void print_latency(struct stream *s)
 {
+    static const int permille[] = {500, 900, 950, 990, 999};
+    static const char *const names[] = {"p50_ns", "p90_ns", "p95_ns", "p99_ns", "p999_ns"};
     long long n = 0;
     printf("\"latency\":{\"probes_sent\":%lld,\"probes_received\":%lld,", s->probes_sent, s->nsamples);
     for (long long i = 0; i < s->probes_intended; i++)
         if (s->samples[i] != NO_SAMPLE)
             s->samples[n++] = s->samples[i];
     if (n == 0) {
-        printf("\"min_ns\":null,\"avg_ns\":null,\"max_ns\":null,\"p50_ns\":null,\"p90_ns\":null,\"p99_ns\":null}");
+        printf("\"min_ns\":null,\"avg_ns\":null,\"max_ns\":null");
+        for (size_t q = 0; q < sizeof permille / sizeof *permille; q++)
+            printf(",\"%s\":null", names[q]);
+        printf(",\"samples_ns\":[]}");
         return;
     }
     qsort(s->samples, (size_t)n, sizeof *s->samples, cmp_i64);
     double sum = 0;
     for (long long i = 0; i < n; i++)
         sum += (double)s->samples[i];
-    printf("\"min_ns\":%lld,\"avg_ns\":%.1f,\"max_ns\":%lld,\"p50_ns\":%lld,\"p90_ns\":%lld,\"p99_ns\":%lld}",
-           (long long)s->samples[0], sum / (double)n, (long long)s->samples[n - 1],
-           (long long)percentile(s->samples, n, 50), (long long)percentile(s->samples, n, 90),
-           (long long)percentile(s->samples, n, 99));
+    printf("\"min_ns\":%lld,\"avg_ns\":%.1f,\"max_ns\":%lld", (long long)s->samples[0], sum / (double)n,
+           (long long)s->samples[n - 1]);
+    for (size_t q = 0; q < sizeof permille / sizeof *permille; q++)
+        printf(",\"%s\":%lld", names[q], (long long)percentile(s->samples, n, permille[q]));
+    printf(",\"samples_ns\":[");
+    for (long long i = 0; i < n; i++)
+        printf("%s%lld", i ? "," : "", (long long)s->samples[i]);
+    printf("]}");
 }
 
 /*
@@ -1077,13 +1197,16 @@ static void print_counts(const struct config *c, int i)
 static void print_json(struct config *c)
 {
     printf("{\"version\":2,\"duration_s\":%.9g,\"interrupted\":%s,\"trial_id\":%u,\"counting\":\"%s\","
-           "\"streams\":[", c->duration, g_interrupted ? "true" : "false", c->trial_id, c->hook_used);
+           "\"sched\":\"%s\",\"qdisc_bypass\":%s,\"streams\":[", c->duration, g_interrupted ? "true" : "false",
+           c->trial_id, c->hook_used, c->sched_used ? c->sched_used : "other", c->qdisc_bypass ? "true" : "false");
     for (int i = 0; i < c->nstreams; i++) {
         struct stream *s = &c->streams[i];
         printf("%s{\"tx\":\"%s\",\"rx\":\"%s\",\"rate_pps\":%.12g,\"intended\":%lld,\"sent\":%lld,"
-               "\"send_errors\":%lld,\"tx_elapsed_s\":%.6f,\"probes_intended\":%lld,",
+               "\"send_errors\":%lld,\"tx_elapsed_s\":%.6f,\"slip_s\":%.6f,\"burst\":%d,\"max_backlog\":%lld,"
+               "\"probes_intended\":%lld,",
                i ? "," : "", s->tx.spec, s->rx.spec, s->rate, s->intended, s->sent, s->send_errors,
-               (double)s->last_send_ns / 1e9, s->probes_intended);
+               (double)s->last_send_ns / 1e9, (double)s->slip_ns / 1e9, s->burst, s->max_backlog,
+               s->probes_intended);
         print_counts(c, i);
         printf("\"frame_sizes\":[");
         for (int z = 0; z < c->nsizes; z++)
@@ -1170,6 +1293,7 @@ int main(int argc, char **argv)
         if (sched_setaffinity(0, sizeof set, &set) < 0)
             setup_fail("cannot pin the TX thread to CPU %d: %s", cfg.cpu, strerror(errno));
     }
+    set_tx_sched(&cfg);
     run_tx(&cfg);
     /* Frames still in flight (probes, and load frames when counting) get --settle-ms to arrive. */
     if (cfg.settle_ms > 0 && (cfg.latency_pps > 0 || cfg.ncounters > 0))

@@ -1,0 +1,66 @@
+"""Fault injection (issue 15): SIGINT/SIGTERM at random points of real searches leave nothing behind.
+
+Each run starts ``nfvlab search`` on a real embedded lab and signals it at a
+seeded random moment from the first imports through set-up into the search.
+Whatever the moment, the run must end non-zero, and the host must be as before:
+no process carrying ``NFVLAB_LAB_ID`` and no new process of the model's
+binaries (the process table, not the state records), no ``nfvl-*`` namespace,
+no state record, the hugepage reservation back where it was (``clean_host``).
+Bounded: about two minutes on 2 cores (plus any wait for the host lock).
+"""
+import random
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import NO_RESIDUE, REPO, lab_residue
+from nfvlab.labs.embedded import state
+
+pytestmark = pytest.mark.lab
+
+#: Binaries the lab's models run: a new one after a run is residue.
+BINARIES = r"ovs-vswitchd|ovsdb-server|dpdk-testpmd|stress-ng|nfvlab-gen"
+SEED = 20261123
+#: (model, extra arguments, runs, latest signal in s after start). The latest
+#: moment lies inside the search: set-up takes ~1 s (linux-bridge), ~3 s (OVS-DPDK).
+CASES = [
+    ("linux-bridge", [], 6, 4.0),
+    ("ovs-dpdk-vhost", ["--hugepages"], 6, 7.0),
+]
+
+
+def _binaries() -> set[int]:
+    # Process names (comm), not command lines: a compiler building nfvlab-gen is no residue.
+    out = subprocess.run(["pgrep", BINARIES], capture_output=True, text=True).stdout
+    return {int(x) for x in out.split()}
+
+
+@pytest.mark.timeout(1500)  # ~1 min per model when the lab is free; other runs may hold its lock
+@pytest.mark.parametrize("model,extra,runs,latest_s", CASES, ids=[c[0] for c in CASES])
+def test_signals_at_random_points_leave_no_residue(clean_host, model, extra, runs, latest_s):
+    rng = random.Random(f"{SEED}-{model}")
+    with state.HostLock("fault-injection baseline"):
+        before = _binaries()
+    for i in range(runs):
+        sig = rng.choice([signal.SIGINT, signal.SIGTERM])
+        delay_s = rng.uniform(0.05, latest_s)
+        where = f"run {i}: {signal.Signals(sig).name} at {delay_s:.2f} s on {model}"
+        p = subprocess.Popen([str(REPO / ".venv/bin/nfvlab"), "search", "--model", model, "--frame-size", "64",
+                              "--goal", "ndr", "--no-progress", *extra],
+                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay_s)
+        p.send_signal(sig)
+        try:
+            _, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            pytest.fail(f"{where}: still running 60 s after the signal")
+        assert p.returncode != 0, f"{where}: the run ended as a success"
+        assert "Exception ignored" not in err, f"{where}: {err}"
+        with state.HostLock("fault-injection check"):  # no other run's lab is up meanwhile
+            assert state.marked_processes() == {}, f"{where}: processes of a lab are left"
+            assert _binaries() <= before, f"{where}: new {BINARIES} processes are left"
+            assert lab_residue() == NO_RESIDUE, f"{where}: {lab_residue()}"
