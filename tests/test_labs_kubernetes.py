@@ -425,9 +425,12 @@ def sim_node(cluster, tmp_path):
             "status": {"capacity": SIM_ALLOCATABLE, "allocatable": SIM_ALLOCATABLE}}
     core.create_node(node)
     try:
-        for _ in range(100):
-            conds = {c.type: c.status for c in core.read_node(SIM_NODE).status.conditions or []}
-            if conds.get("Ready") == "True":
+        for _ in range(300):
+            n = core.read_node(SIM_NODE)
+            conds = {c.type: c.status for c in n.status.conditions or []}
+            # the node lifecycle controller lifts its not-ready taint a moment after Ready
+            if conds.get("Ready") == "True" and not [t for t in n.spec.taints or []
+                                                     if t.key.startswith("node.kubernetes.io/")]:
                 break
             time.sleep(0.1)
         else:

@@ -50,8 +50,8 @@ def params() -> TrexParams:
     return TrexParams(**kw)
 
 
-@pytest.fixture(scope="module")
-def generator():
+@pytest.fixture()
+def generator():  # per test: a CLI test in a subprocess must be able to acquire the ports
     p = params()
     # learn the ports' MACs first (a throw-away session), then build the real streams
     probe = TrexGenerator([Stream(Port("trex", str(p.ports[0])), Port("trex", str(p.ports[1])),
@@ -92,10 +92,12 @@ def test_short_search_through_a_real_server(generator):
     from nfvlab.search import rfc2544_search
     from nfvlab.trial import GeneratorMeasurer
 
-    res = rfc2544_search(GeneratorMeasurer(generator, 64), 1000, 100_000, loss_ratio=0.005,
+    # 2 Mpps is far above what TRex sends on af_packet ports here (~0.2-0.4 Mpps): unsent is loss
+    res = rfc2544_search(GeneratorMeasurer(generator, 64), 1000, 2_000_000, loss_ratio=0.005,
                          relative_width=0.1, duration_s=1.0)
-    assert res.n_trials >= 2
-    assert res.throughput_pps is not None and res.throughput_pps >= 1000
+    print("TRex PDR (0.5 %) on this host:", res.throughput_pps, "pps in", res.n_trials, "trials")
+    assert res.n_trials >= 2 and res.trials[0].loss_ratio > 0.005
+    assert res.throughput_pps is not None and 1000 <= res.throughput_pps < 1_000_000
     assert all(t.extra["generator"] == "trex" for t in res.trials)
 
 
@@ -104,7 +106,9 @@ def test_short_search_through_a_real_server(generator):
 DUT_NETNS = os.environ.get("NFVLAB_TREX_DUT_NETNS", "")
 needs_dut = pytest.mark.skipif(not DUT_NETNS, reason="set NFVLAB_TREX_DUT_NETNS to the bridge DUT's netns")
 CAPACITY_PPS = 40_000
-TBF_FRAMES = 64
+#: TRex on af_packet ports sends in bursts (DPDK tx bursts, one core in low_end mode): a
+#: 64-frame bucket + queue put its NDR 27 % below capacity here, so this DUT buffers more.
+TBF_FRAMES = 512
 
 
 @pytest.fixture()
@@ -115,14 +119,14 @@ def known_capacity_dut():
     wire = 60
     for ifname in ("dut0", "dut1"):
         nl.shape_tbf(DUT_NETNS, ifname, rate_bytes_s=CAPACITY_PPS * wire, burst_bytes=TBF_FRAMES * wire,
-                     limit_bytes=2 * TBF_FRAMES * wire)
+                     limit_bytes=TBF_FRAMES * wire)
     try:
         yield CAPACITY_PPS
     finally:
         import subprocess
 
         for ifname in ("dut0", "dut1"):
-            subprocess.run(["ip", "-n", DUT_NETNS, "qdisc", "del", "dev", ifname, "root"], check=False)
+            subprocess.run(["tc", "-n", DUT_NETNS, "qdisc", "del", "dev", ifname, "root"], check=False)
 
 
 @needs_dut
@@ -150,9 +154,18 @@ def test_cli_search_lands_on_the_known_capacity(known_capacity_dut, tmp_path):
          "--latency-pps", "100", "--json"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
-    print("TRex NDR through a", known_capacity_dut, "pps DUT:", res["ndr_pps"], "pps")
-    # the bucket and queue (128 frames) let a 2 s trial pass at up to capacity + 64 pps
-    assert 0.95 * known_capacity_dut <= res["ndr_pps"] <= known_capacity_dut + 2 * TBF_FRAMES / 2.0
+    # TRex sends late here when the DUT's softirq work shares its core: the NDR trial's
+    # recorded (stretched) duration gives the rate it really offered
+    ndr_trial = [t for t in res["trials"] if t["rate_pps"] == res["ndr_pps"] and t["loss_ratio"] == 0][-1]
+    offered = min(x["offered_rate_pps"] for x in ndr_trial["directions"])
+    print("TRex NDR through a", known_capacity_dut, "pps DUT:", res["ndr_pps"], "pps intended,",
+          round(offered), "pps offered over", ndr_trial["directions"][0]["duration_s"], "s")
+    # the bucket and the queue (TBF_FRAMES each) let a 2 s trial pass at up to capacity + TBF_FRAMES
+    # pps; a stretch within the generator's tolerance (1 % + STRETCH_TOLERANCE_S) is not recorded
+    from nfvlab.traffic.trex.generator import STRETCH_TOLERANCE_S
+
+    upper = known_capacity_dut * (1.01 + STRETCH_TOLERANCE_S / 2.0) + 2 * TBF_FRAMES / 2.0
+    assert 0.95 * known_capacity_dut <= offered <= upper
     assert all(x["received_packets"] <= x["sent_packets"] for t in res["trials"] for x in t["directions"])
 
 

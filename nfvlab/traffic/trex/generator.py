@@ -58,7 +58,10 @@ def first_sport(flows: int) -> int:
 LOAD_DPORT = 1024
 PROBE_DPORT = 7878  # as nfvlab-gen's probes
 PROBE_FRAME_IMIX = 64
-STRETCH_TOLERANCE_S = 0.1  # + 2 % of the duration: event delivery, not a stretched trial
+#: + 1 % of the duration: start/stop event delivery, not a stretched trial. A real v3.0.8 server
+#: on this machine kind measured 2.009-2.035 s for 2 s trials it kept up with, and 2.13-2.26 s
+#: when a DUT's softirq work shared its core (then recorded: the offered rate was lower).
+STRETCH_TOLERANCE_S = 0.05
 
 
 def _one_line(text: str) -> str:
@@ -378,7 +381,7 @@ class TrexGenerator:
         lat = res["pgid_stats"].get("latency") or {}
         intended = round(rate_pps * duration_s)
         tx_s = float(res.get("tx_seconds") or duration_s)
-        stretched = tx_s > duration_s * 1.02 + STRETCH_TOLERANCE_S
+        stretched = tx_s > duration_s * 1.01 + STRETCH_TOLERANCE_S
         recorded_s = round(tx_s, 3) if stretched else duration_s
         out = []
         for i, d in enumerate(req["directions"]):
