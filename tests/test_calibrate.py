@@ -13,9 +13,17 @@ from nfvlab.search import SearchResult
 @pytest.mark.lab
 @pytest.mark.parametrize("method", ["rfc2544", "mlrsearch"])
 def test_ndr_search_on_tbf_path_lands_on_its_capacity(clean_host, method):
-    result, err = calibrate.check_known_path(EmbeddedLab(), GeneratorParams(), 64, 30_000, duration_s=0.5,
-                                             relative_width=0.01, method=method)
-    assert abs(err) <= 0.03, (result.throughput_pps, err)
+    # One search may be repeated, for the reason the shallow-path test gives: a stall of the VM
+    # longer than the slip budget (1 % of 0.5 s) is loss, and an RFC 2544 bisection trusts one
+    # trial (a fresh-clone CI run once got -10 %). Both searches missing is a failure.
+    errors = []
+    for _ in range(2):
+        result, err = calibrate.check_known_path(EmbeddedLab(), GeneratorParams(), 64, 30_000, duration_s=0.5,
+                                                 relative_width=0.01, method=method)
+        errors.append((result.throughput_pps, err))
+        if abs(err) <= 0.03:
+            break
+    assert abs(errors[-1][1]) <= 0.03, errors
     assert result.n_trials >= 3 and result.trials[0].directions[0].intended_packets > 0
     assert lab_residue() == NO_RESIDUE
 

@@ -102,7 +102,8 @@ stop)
     pkill -f 't-rex-64 -i' || true
     for _ in $(seq 30); do pgrep -f '_t-rex-64' >/dev/null || break; sleep 1; done
     ip netns del $DUT_NS 2>/dev/null || true   # takes the veths with it
-    if [ -f "$RUN/hugepages.before" ]; then cat "$RUN/hugepages.before" > $HP; rm "$RUN/hugepages.before"; fi
+    if [ -f "$RUN/hugepages.before" ]; then cat "$RUN/hugepages.before" > $HP; fi
+    rm -rf "$RUN"
     ;;
 *)
     sed -n 2,10p "$0"; exit 2 ;;
