@@ -1,14 +1,17 @@
 """Generator benchmark: nfvlab-gen beside trafgen on the same veth, in the same run.
 
 Two namespaces joined by one veth pair; every frame goes one way (A -> B), both
-generators' TX pinned to CPU 0. Per frame size (64 / 512 / 1518 B):
+generators' TX pinned to CPU 0. nfvlab-gen is measured with both its TX paths:
+``xdp`` (an XDP program in the kernel's live-frames mode, ``--tx xdp``; B's GRO
+is turned on for it, as veth needs to accept XDP frames) and ``socket``
+(AF_PACKET, sendmmsg). Per frame size (64 / 512 / 1518 B):
 
 1. **rate**: each generator asked for far more than it can send (3 Mpps).
    nfvlab-gen: the frames it sent in its trial, all counted at B by its BPF
    counter, over the trial's duration. trafgen (netsniff-ng, rate-controlled
    ``-b``): B's receive counter over a window while it runs (its start-up left
    out). The ratio is nfvlab / trafgen.
-2. **offered-rate error** of nfvlab-gen at 25 / 50 / 90 % of the rate it
+2. **offered-rate error** of each nfvlab-gen path at 25 / 50 / 90 % of the rate it
    reached: (frames sent / time they took) / rate asked - 1. Slip after a
    stall (see nfvlab_gen.c, Pacing) shows up here; it is bounded by 1 %.
    Frames it could not send by the deadline are printed as "unsent" (a trial
@@ -20,7 +23,9 @@ generators' TX pinned to CPU 0. Per frame size (64 / 512 / 1518 B):
    the largest burst, i.e. the most frames beyond their mean rate over any
    interval (what a DUT's buffer must hold to forward the traffic at the rate
    it was offered), and the mean rate's error against the rate asked.
-4. **TX options at 64 B**, measured rather than assumed: SCHED_OTHER,
+4. **TX options at 64 B**, measured rather than assumed: trafgen with B's GRO on
+   (the receive path the xdp TX needs, so that the ratio is not that change),
+   the xdp loop under SCHED_OTHER, SCHED_OTHER,
    PACKET_QDISC_BYPASS, trafgen under the same real-time priority, the
    receive moved to a threaded NAPI kthread on CPU 1 (GRO on the receiving
    veth), the TX path's cost alone (receiver down), and two nfvlab-gen
@@ -43,7 +48,7 @@ from functools import partial
 import numpy as np
 
 from nfvlab.system.hostlock import HostLock
-from nfvlab.traffic.embedded import count_object, gen_binary
+from nfvlab.traffic.embedded import count_object, gen_binary, tx_object
 
 FRAME_SIZES = (64, 512, 1518)
 ASK_PPS = 3_000_000
@@ -96,10 +101,22 @@ def nfvlab_command(pair: VethPair, rate_pps: float, frame_size: int, duration_s:
                                  f"dmac={MAC_B},sip=198.18.0.1,dip=198.19.0.2")]
 
 
+def gro(pair: VethPair, on: bool) -> None:
+    """GRO at B: on, veth receives through its NAPI ring (what XDP frames need), off: the backlog."""
+    sh("ip", "netns", "exec", pair.ns[1], "ethtool", "-K", "gvb", "gro", "on" if on else "off")
+
+
 def nfvlab_trial(pair: VethPair, rate_pps: float, frame_size: int, duration_s: float, *extra: str,
-                 count: bool = True) -> dict:
-    """One nfvlab-gen trial A -> B, no probes; its JSON report's stream."""
-    report = json.loads(sh(*nfvlab_command(pair, rate_pps, frame_size, duration_s, *extra, count=count)))
+                 count: bool = True, tx: str = "socket") -> dict:
+    """One nfvlab-gen trial A -> B on TX path ``tx``, no probes; its JSON report's stream."""
+    if tx == "xdp":
+        extra = ("--tx", "xdp", "--tx-obj", str(tx_object()), *extra)
+        gro(pair, True)
+    try:
+        report = json.loads(sh(*nfvlab_command(pair, rate_pps, frame_size, duration_s, *extra, count=count)))
+    finally:
+        if tx == "xdp":
+            gro(pair, False)
     s = report["streams"][0]
     if count and s["received"] != s["sent"]:
         raise RuntimeError(f"nfvlab-gen counted {s['received']} of {s['sent']} frames on a bare veth")
@@ -143,8 +160,16 @@ def options_64(pair: VethPair, duration_s: float, default_pps: float) -> list[tu
     def rate(*extra: str, count: bool = True) -> float:
         return nfvlab_trial(pair, ASK_PPS, 64, duration_s, *extra, count=count)["sent"] / duration_s
 
-    rows = [("nfvlab-gen default: SCHED_FIFO, sendmmsg", default_pps),
-            ("nfvlab-gen --sched other", rate("--sched", "other")),
+    gro(pair, True)
+    try:
+        trafgen_gro = trafgen_rate(pair, ASK_PPS, 64, duration_s)
+    finally:
+        gro(pair, False)
+    rows = [("trafgen, B's GRO on (the receive path of the xdp TX)", trafgen_gro),
+            ("nfvlab-gen --tx xdp --sched other (the loop time-shares CPU 0)",
+             nfvlab_trial(pair, ASK_PPS, 64, duration_s, "--sched", "other", tx="xdp")["sent"] / duration_s),
+            ("nfvlab-gen --tx socket: SCHED_FIFO, sendmmsg", default_pps),
+            ("nfvlab-gen --tx socket --sched other", rate("--sched", "other")),
             ("nfvlab-gen --qdisc-bypass (PACKET_QDISC_BYPASS)", rate("--qdisc-bypass")),
             ("trafgen under chrt -f 10 (SCHED_FIFO like nfvlab-gen)",
              trafgen_rate(pair, ASK_PPS, 64, duration_s, prefix=("chrt", "-f", "10")))]
@@ -264,39 +289,56 @@ def main(duration_s: float = 2.0) -> int:
     # The host-wide lab lock: another run's traffic on these CPUs would falsify both.
     with HostLock("bench/generator.py"), VethPair() as pair:
         for fs in FRAME_SIZES:
-            ours = nfvlab_trial(pair, ASK_PPS, fs, duration_s)
-            ours_pps = ours["sent"] / duration_s
-            theirs_pps = trafgen_rate(pair, ASK_PPS, fs, duration_s)
-            errors = [offered_rate_error(nfvlab_trial(pair, f * ours_pps, fs, duration_s)) for f in FRACTIONS]
-            common = min(PACING_MAX_PPS, 0.5 * min(ours_pps, theirs_pps))
-            p_ours = captured(pair, common, partial(nfvlab_trial, pair, common, fs, duration_s))
-            p_theirs = captured(pair, common, partial(trafgen_rate, pair, common, fs, duration_s))
-            rows.append((fs, ours_pps, theirs_pps, errors, common, p_ours, p_theirs, ours["sched"]))
+            row = {"fs": fs, "trafgen": trafgen_rate(pair, ASK_PPS, fs, duration_s)}
+            for tx in ("xdp", "socket"):
+                ours = nfvlab_trial(pair, ASK_PPS, fs, duration_s, tx=tx)
+                pps = ours["sent"] / duration_s
+                row[tx] = pps
+                row[tx + "_sched"] = ours["sched"]
+                row[tx + "_errors"] = [offered_rate_error(nfvlab_trial(pair, f * pps, fs, duration_s, tx=tx))
+                                       for f in FRACTIONS]
+            row["common"] = common = min(PACING_MAX_PPS, 0.5 * min(row["xdp"], row["socket"], row["trafgen"]))
+            for tx in ("xdp", "socket"):
+                row[tx + "_pacing"] = captured(pair, common, partial(nfvlab_trial, pair, common, fs, duration_s,
+                                                                      tx=tx))
+            row["trafgen_pacing"] = captured(pair, common, partial(trafgen_rate, pair, common, fs, duration_s))
+            rows.append(row)
             print(f"  {fs} B done", flush=True)
-        options = options_64(pair, duration_s, rows[0][1])
-    print("\n| frame B | nfvlab kpps | trafgen kpps | ratio | nfvlab offered-rate error at "
-          + " / ".join(f"{f:.0%}" for f in FRACTIONS)
-          + " | pacing at kpps | jitter p50 / p99 / p99.9 µs, burst (frames), rate error: nfvlab | trafgen |")
-    print("|---|---|---|---|---|---|---|---|")
+        options = options_64(pair, duration_s, rows[0]["socket"])
+    print("\n| frame B | nfvlab xdp kpps | nfvlab socket kpps | trafgen kpps | ratio xdp / socket to trafgen "
+          "| offered-rate error at " + " / ".join(f"{f:.0%}" for f in FRACTIONS) + ": xdp; socket |")
+    print("|---|---|---|---|---|---|")
+
+    def errs(es: list) -> str:
+        return " / ".join(f"{e:+.2%}" + (f" (unsent {u:.1%})" if u else "") for e, u in es)
+
+    for r in rows:
+        print(f"| {r['fs']} | {r['xdp'] / 1e3:.0f} | {r['socket'] / 1e3:.0f} | {r['trafgen'] / 1e3:.0f} | "
+              f"{r['xdp'] / r['trafgen']:.2f}x / {r['socket'] / r['trafgen']:.2f}x | "
+              f"{errs(r['xdp_errors'])}; {errs(r['socket_errors'])} |")
+
     def fmt(p: dict) -> str:
         return (f"{p['p50_ns'] / 1e3:.1f} / {p['p99_ns'] / 1e3:.1f} / {p['p999_ns'] / 1e3:.1f}, "
                 f"{p['burst']:.1f}, {p['rate_error']:+.1%}")
 
-    for fs, ours, theirs, errors, common, po, pt, _ in rows:
-        print(f"| {fs} | {ours / 1e3:.0f} | {theirs / 1e3:.0f} | {ours / theirs:.2f}x | "
-              + " / ".join(f"{e:+.2%}" + (f" (unsent {u:.1%})" if u else "") for e, u in errors)
-              + f" | {common / 1e3:.0f} | {fmt(po)} | {fmt(pt)} |")
-    print(f"\nTX options at 64 B (trafgen, default: {rows[0][2] / 1e3:.0f} kpps)\n| option | kpps | x trafgen |\n|---|---|---|")
+    print("\n| frame B | pacing at kpps | jitter p50 / p99 / p99.9 µs, burst (frames), rate error: "
+          "nfvlab xdp | nfvlab socket | trafgen |\n|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['fs']} | {r['common'] / 1e3:.0f} | {fmt(r['xdp_pacing'])} | {fmt(r['socket_pacing'])} | "
+              f"{fmt(r['trafgen_pacing'])} |")
+    print(f"\nTX options at 64 B (trafgen, default: {rows[0]['trafgen'] / 1e3:.0f} kpps)\n"
+          "| option | kpps | x trafgen |\n|---|---|---|")
     for name, pps in options:
-        print(f"| {name} | {pps / 1e3:.0f} | {pps / rows[0][2]:.2f}x |")
+        print(f"| {name} | {pps / 1e3:.0f} | {pps / rows[0]['trafgen']:.2f}x |")
     # The rates it accepts: those it sent in full (a shortfall is reported as loss, never hidden).
-    accepted = [e for r in rows for e, u in r[3] if u == 0]
-    worst = max(map(abs, accepted), default=float("nan"))
-    ratio64 = next(r[1] / r[2] for r in rows if r[0] == 64)
-    print(f"\nnfvlab-gen TX scheduling: {rows[0][7]}; 64 B ratio {ratio64:.2f}x (target >= 2x: "
-          f"{'met' if ratio64 >= 2 else 'NOT met'}); worst offered-rate error where all frames were sent "
-          f"{worst:.2%} ({len(accepted)} of {sum(len(r[3]) for r in rows)} rates; target <= 1 %: "
-          f"{'met' if worst <= 0.01 else 'NOT met'})")
+    for tx in ("xdp", "socket"):
+        accepted = [e for r in rows for e, u in r[tx + "_errors"] if u == 0]
+        worst = max(map(abs, accepted), default=float("nan"))
+        ratio64 = rows[0][tx] / rows[0]["trafgen"]
+        print(f"\nnfvlab-gen --tx {tx} (TX thread {rows[0][tx + '_sched']}): 64 B ratio {ratio64:.2f}x "
+              f"(target >= 2x: {'met' if ratio64 >= 2 else 'NOT met'}); worst offered-rate error where all "
+              f"frames were sent {worst:.2%} ({len(accepted)} of {sum(len(r[tx + '_errors']) for r in rows)} "
+              f"rates; target <= 1 %: {'met' if worst <= 0.01 else 'NOT met'})")
     print(f"benchmark wall time {time.monotonic() - start:.0f} s")
     return 0
 

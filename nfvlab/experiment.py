@@ -29,6 +29,7 @@ from nfvlab.records import RecordWriter, read_records
 from nfvlab.scenario import DensityCell, Resources, Scenario
 from nfvlab.search import SearchError
 from nfvlab.system.hostlock import HostLock
+from nfvlab.system.paths import output_problem
 from nfvlab.traffic.select import identity_for
 from nfvlab.trial import run_trial
 
@@ -95,6 +96,9 @@ def run_experiment(params: ExperimentParams, records: Union[str, Path], *, backe
     """
     if resume is None:
         resume = os.environ.get("NFVLAB_FRESH_RUN", "") not in ("1", "yes", "true")
+    problem = output_problem(Path(records), "file")
+    if problem:  # before the lab: notebooks and the pipeline call this without the CLI's checks
+        raise measure.InputError(f"records {problem}")
     backend = backend or labs.backend_for(params.lab)
     check(params, backend)
     grid = scenarios(params)

@@ -128,7 +128,8 @@ def search(measure, frame_size: FrameSize, sp: SearchParams, *, max_rate_pps: fl
         got = mlrsearch(measure, lo, max_rate_pps, goals=goals, relative_width=sp.relative_width,
                         initial_trial_duration_s=sp.initial_trial_duration_s,
                         final_trial_duration_s=sp.final_trial_duration_s,
-                        duration_sum_s=sp.duration_sum_s, search_duration_max_s=sp.search_duration_max_s,
+                        duration_sum_s=sp.duration_sum_s, exceed_ratio=sp.exceed_ratio,
+                        search_duration_max_s=sp.search_duration_max_s,
                         warmup_duration_s=warmup_s, on_trial=on_trial, progress=progress)
         results = list(got.values())
     return [mark_generator_limited(r, ceiling_pps) for r in results]

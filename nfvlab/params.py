@@ -116,6 +116,9 @@ class SearchParams(_Strict):
     final_trial_duration_s: PositiveFloat = 1.0
     duration_sum_s: PositiveFloat = 1.0
     """MLRsearch: trial-seconds needed at the final duration to decide a load."""
+    exceed_ratio: float = Field(default=0.5, ge=0, lt=1)
+    """MLRsearch (RFC 9971 Goal Exceed Ratio): share of those trial-seconds that may
+    exceed the goal loss ratio while the load still counts as a lower bound, 0..1."""
     search_duration_max_s: PositiveFloat = 600.0
     sweep_fractions: list[Annotated[float, Field(gt=0, le=1)]] = Field(
         default_factory=lambda: [0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
@@ -140,6 +143,11 @@ class GeneratorParams(_Strict):
     """``embedded``: nfvlab-gen (C, AF_PACKET) on the lab's ports."""
     cpu: Optional[int] = Field(default=0, ge=0)
     """CPU the generator's TX thread is pinned to (``null``: not pinned)."""
+    tx: Literal["socket", "xdp"] = "socket"
+    """How load frames leave: ``socket`` (AF_PACKET, sendmmsg) or ``xdp`` (an XDP program run
+    in the kernel's live-frames mode: no sk_buff on the sending side, ~2.5x the frames per
+    second; frames of at most 1518 B, every tx port in one namespace, veth peers switched to
+    NAPI (GRO on) for the trial; see ``docs/measurement.md``, "Two TX paths")."""
 
 
 _MAC = re.compile(r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$")

@@ -111,6 +111,20 @@ def test_impossible_inputs_fail_before_any_lab(tmp_path):
     assert not (tmp_path / "x.jsonl").exists()
 
 
+def test_a_records_path_that_cannot_be_written_is_refused_before_any_lab(tmp_path, monkeypatch):
+    """The pipeline and notebooks call run_experiment directly, without the CLI's path checks."""
+    def no_lab(*a, **k):
+        raise AssertionError("a lab backend was asked for")
+
+    monkeypatch.setattr("nfvlab.labs.backend_for", no_lab)
+    params = P.validate(P.ExperimentParams, TINY)
+    (tmp_path / "dir.jsonl").mkdir()
+    with pytest.raises(InputError, match=r"records .*dir.jsonl: a directory; give a file path"):
+        run_experiment(params, tmp_path / "dir.jsonl", progress=False)
+    with pytest.raises(InputError, match=r"records /proc/x.jsonl: under /proc"):
+        run_experiment(params, "/proc/x.jsonl", progress=False)
+
+
 def test_frames_above_what_a_models_ports_carry_are_refused_before_any_lab(tmp_path):
     if not EmbeddedLab().check(Scenario("ovs-dpdk-vhost")) == []:
         pytest.skip("ovs-dpdk-vhost not realizable here")

@@ -255,9 +255,11 @@ def test_rate_limited_path_reports_shortfall(gen, count, pair, limit, mode):
     assert rx_delta(b, before_b)[0] == s["sent"] + s["latency"]["probes_sent"]
 
 
+# A tap on the rx port; a large buffer, since a frame of the XDP path holds a whole page.
 CAPTURE = r"""
 import json, socket, sys
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.setsockopt(socket.SOL_SOCKET, 33, 1 << 26)  # SO_RCVBUFFORCE
 s.bind((sys.argv[1], 0))
 s.settimeout(1.0)
 print("ready", flush=True)

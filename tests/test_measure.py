@@ -71,3 +71,13 @@ def test_impossible_inputs_are_one_line(kwargs, match):
     with pytest.raises(measure.InputError, match=match) as err:
         measure.check_inputs(fs, **args)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("exceed_ratio", [0.0, 0.5])
+def test_the_exceed_ratio_of_the_params_is_the_goal_applied(exceed_ratio):
+    """RFC 9971: the result reports the Goal Exceed Ratio MLRsearch applied, the one asked for."""
+    sp = SearchParams(method="mlrsearch", pdr_loss_ratio=None, relative_width=0.01, exceed_ratio=exceed_ratio)
+    (ndr,) = measure.search(_dut(), 64, sp, max_rate_pps=200_000, progress=False)
+    assert ndr.to_dict()["goal_exceed_ratio"] == exceed_ratio
+    with pytest.raises(ValueError, match="exceed_ratio"):
+        SearchParams(exceed_ratio=1.0)

@@ -16,7 +16,7 @@ def generator_for(params: GeneratorParams, streams: list[Stream], traffic: Traff
         from nfvlab.traffic.embedded import EmbeddedGenerator
 
         return EmbeddedGenerator(streams, flows=traffic.flows, latency_pps=traffic.latency_pps,
-                                 cpu=params.cpu, tracker=tracker)
+                                 cpu=params.cpu, tx=params.tx, tracker=tracker)
     if params.kind == "trex":
         from nfvlab.traffic.trex import TrexGenerator
 
@@ -30,7 +30,7 @@ def identity_for(params: GeneratorParams) -> dict:
     if params.kind == "embedded":
         from nfvlab.traffic.embedded.generator import identity
 
-        return identity(params.cpu)
+        return identity(params.cpu, params.tx)
     if params.kind == "trex":
         from nfvlab.traffic.trex import TrexGenerator
 

@@ -2,8 +2,9 @@
 
 Package data (found with :mod:`importlib.resources`, so a wheel install works):
 ``nfvlab_gen.c`` (the generator), ``nfvlab_count.bpf.c`` (the BPF program that
-counts test frames at each rx port) and ``nfvlab_count.h`` (the frame signature
-and counter layout both share). Builds are cached by :func:`cached_build`; the
+counts test frames at each rx port), ``nfvlab_count.h`` (the frame signature
+and counter layout both share) and ``nfvlab_tx.bpf.c`` / ``nfvlab_tx.h`` (the
+XDP transmit path, ``--tx xdp``). Builds are cached by :func:`cached_build`; the
 generator's build is keyed by all three files, so its version (and with it the
 calibration identity) changes when the counter does.
 """
@@ -30,11 +31,15 @@ def _sources() -> tuple[Path, Path, Path]:
             package_file(PACKAGE, "nfvlab_count.h"))
 
 
+def _tx_sources() -> tuple[Path, Path]:
+    return package_file(PACKAGE, "nfvlab_tx.bpf.c"), package_file(PACKAGE, "nfvlab_tx.h")
+
+
 def gen_binary() -> Path:
     """Path of an up-to-date ``nfvlab-gen`` binary, compiling it if needed (BuildError if it cannot)."""
     gen, count, header = _sources()
     cc = shutil.which("cc") or "gcc"
-    return cached_build("nfvlab-gen", [gen, header, count],
+    return cached_build("nfvlab-gen", [gen, header, count, *_tx_sources()],
                         lambda out: [cc, *CFLAGS, f"-I{header.parent}", "-o", str(out), str(gen), *LIBS],
                         tool_hint=SETUP_HINT)
 
@@ -45,4 +50,13 @@ def count_object() -> Path:
     return cached_build("nfvlab-count", [count, header],
                         lambda out: ["clang", *BPF_CFLAGS, f"-I{header.parent}", "-c", str(count),
                                      "-o", str(out)],
+                        suffix=".bpf.o", tool_hint=SETUP_HINT)
+
+
+def tx_object() -> Path:
+    """Path of the compiled XDP transmit path (``nfvlab_tx.bpf.c``, ``--tx xdp``), compiling it if needed."""
+    tx, tx_header = _tx_sources()
+    count_header = _sources()[2]
+    return cached_build("nfvlab-tx", [tx, tx_header, count_header],
+                        lambda out: ["clang", *BPF_CFLAGS, f"-I{tx_header.parent}", "-c", str(tx), "-o", str(out)],
                         suffix=".bpf.o", tool_hint=SETUP_HINT)

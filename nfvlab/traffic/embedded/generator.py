@@ -33,6 +33,14 @@ After a stall the schedule slips instead of sending a catch-up burst, by at
 most 1 % of the duration (``slip_s`` per stream in the report; see Pacing in
 ``nfvlab_gen.c``). Measured on a busy 2-vCPU VM: a shallow-buffer DUT's NDR
 went from -20 % to within 1 % of its capacity at 1518 B.
+
+XDP transmit (``tx="xdp"``): load frames leave through an XDP program that the
+kernel runs in its live-frames mode (``nfvlab_tx.h``), paced by the program on
+the same clock and with the same slip rules, probes still through AF_PACKET.
+A veth accepts such frames only while its peer runs NAPI, so for each trial
+the peers of the tx ports get GRO on (and back off after): the DUT's ingress
+port then receives through veth's NAPI ring instead of the per-CPU backlog,
+as a NIC does. The frames bypass the tx port's qdisc.
 """
 from __future__ import annotations
 
@@ -43,11 +51,11 @@ import subprocess
 from typing import Optional, Protocol
 
 from nfvlab.linerate import FrameSize
-from nfvlab.scenario.topology import Stream
+from nfvlab.scenario.topology import Port, Stream
 from nfvlab.system import signals
 from nfvlab.system.host import host_identity
 from nfvlab.traffic.base import GeneratorError
-from nfvlab.traffic.embedded.binary import count_object, gen_binary
+from nfvlab.traffic.embedded.binary import count_object, gen_binary, tx_object
 from nfvlab.traffic.stats import DirectionStats, LatencyStats, encode_histogram, histogram_of
 
 
@@ -70,11 +78,85 @@ def tx_sched() -> str:
     return "fifo" if os.geteuid() == 0 else "other"
 
 
-def identity(cpu: Optional[int] = 0) -> dict:
+TX_PORTS = {"socket": "af_packet on veth", "xdp": "xdp live frames on veth"}
+
+
+def identity(cpu: Optional[int] = 0, tx: str = "socket") -> dict:
     """Binary (by source hash), port kind, TX CPU, TX scheduling and host: what the ceiling depends on."""
     return {"name": EmbeddedGenerator.name, "version": gen_binary().name.rsplit("-", 1)[-1],
-            "ports": "af_packet on veth", "cpu": "any" if cpu is None else str(cpu), "sched": tx_sched(),
+            "ports": TX_PORTS[tx], "cpu": "any" if cpu is None else str(cpu), "sched": tx_sched(),
             "host": host_identity()}
+
+
+def _ip_json(*args: str) -> list:
+    out = subprocess.run(["ip", "-j", *args], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise GeneratorError(f"ip {' '.join(args)}: {out.stderr.strip() or 'failed'}")
+    return json.loads(out.stdout or "[]")
+
+
+def _in_ns(ns: str) -> list[str]:
+    return [] if ns in (".", "") else ["ip", "netns", "exec", ns]
+
+
+def veth_peer(port: Port) -> Optional[Port]:
+    """The other end of ``port`` if it is a veth (None for a NIC, whose driver sends XDP frames).
+
+    GeneratorError for any other kind of port, or a peer in a namespace without a name.
+    """
+    ns_args = [] if port.ns in (".", "") else ["-n", port.ns]
+    (link,) = _ip_json(*ns_args, "-d", "link", "show", "dev", port.iface)
+    kind = link.get("linkinfo", {}).get("info_kind")
+    if kind is None:
+        return None  # a physical NIC (no link kind)
+    if kind != "veth":
+        raise GeneratorError(f"tx: xdp needs veth or NIC tx ports: {port} is a {kind}")
+    nsid = link.get("link_netnsid")
+    if nsid is None:  # the peer is in the same namespace: ip names it
+        return Port(port.ns, link["link"])
+    else:
+        names = {n["nsid"]: n.get("name") for n in _ip_json(*ns_args, "netns", "list-id")}
+        peer_ns = names.get(nsid)
+        if not peer_ns:
+            raise GeneratorError(f"tx: xdp: the veth peer of {port} is in a namespace without a name")
+    peer_ns_args = [] if peer_ns in (".", "") else ["-n", peer_ns]
+    (peer,) = [x for x in _ip_json(*peer_ns_args, "link", "show") if x["ifindex"] == link["link_index"]]
+    return Port(peer_ns, peer["ifname"])
+
+
+def _gro(port: Port, on: Optional[bool] = None) -> bool:
+    """GRO of ``port`` (set to ``on`` first when given)."""
+    cmd = [*_in_ns(port.ns), "ethtool"]
+    if on is not None:
+        subprocess.run([*cmd, "-K", port.iface, "gro", "on" if on else "off"], capture_output=True, check=True)
+    out = subprocess.run([*cmd, "-k", port.iface], capture_output=True, text=True, check=True).stdout
+    return "generic-receive-offload: on" in out
+
+
+class XdpPorts:
+    """While in use, the veth peers of ``streams``' tx ports run NAPI (GRO on), as veth needs
+    to accept XDP frames; GRO goes back off on the peers that had it off."""
+
+    def __init__(self, streams: list[Stream]) -> None:
+        self.peers = [p for p in dict.fromkeys(veth_peer(s.tx) for s in streams) if p is not None]
+        self.switched: list[Port] = []
+
+    def __enter__(self) -> "XdpPorts":
+        try:
+            for peer in self.peers:
+                if not _gro(peer):
+                    self.switched.append(peer)
+                    if not _gro(peer, True):
+                        raise GeneratorError(f"tx: xdp: cannot turn GRO on at {peer} (the veth peer)")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for peer in self.switched:
+            subprocess.run([*_in_ns(peer.ns), "ethtool", "-K", peer.iface, "gro", "off"], capture_output=True)
+        self.switched = []
 
 
 class EmbeddedGenerator:
@@ -90,6 +172,7 @@ class EmbeddedGenerator:
         latency_pps: int = 1000,
         cpu: Optional[int] = 0,
         settle_ms: int = 100,
+        tx: str = "socket",
         tracker: Optional[ProcessTracker] = None,
     ) -> None:
         if not streams:
@@ -102,11 +185,15 @@ class EmbeddedGenerator:
         self.tracker = tracker
         self.binary = gen_binary()
         self.count_obj = count_object()
+        if tx not in TX_PORTS:
+            raise ValueError(f"tx {tx!r}: socket or xdp")
+        self.tx = tx
+        self.tx_obj = tx_object() if tx == "xdp" else None
         #: The last trial's JSON report from nfvlab-gen (trial id, per-stream counts), or None.
         self.last_report: Optional[dict] = None
 
     def identity(self) -> dict:
-        return identity(self.cpu)
+        return identity(self.cpu, self.tx)
 
     def describe(self) -> dict:
         return {
@@ -116,6 +203,7 @@ class EmbeddedGenerator:
             "flows": self.flows,
             "latency_pps": self.latency_pps,
             "cpu": self.cpu,
+            "tx": self.tx,
             "streams": [s.describe() for s in self.streams],
         }
 
@@ -140,6 +228,8 @@ class EmbeddedGenerator:
         cmd += ["--imix"] if isinstance(frame_size, str) else ["--frame-size", str(frame_size)]
         if self.cpu is not None:
             cmd += ["--cpu", str(self.cpu)]
+        if self.tx_obj is not None:
+            cmd += ["--tx", "xdp", "--tx-obj", str(self.tx_obj)]
         for s in self.streams[: 2 if bidirectional else 1]:
             cmd += ["--stream", f"tx={s.tx},rx={s.rx},rate={load_pps:.10g},smac={s.smac},"
                                 f"dmac={s.dmac},sip={s.sip},dip={s.dip}"]
@@ -149,6 +239,16 @@ class EmbeddedGenerator:
             bidirectional: bool = True) -> tuple[DirectionStats, ...]:
         streams = self.streams[: 2 if bidirectional else 1]
         cmd = self.command(rate_pps, duration_s, frame_size, bidirectional)
+        if self.tx == "xdp":
+            with XdpPorts(streams):
+                out = self._run(cmd, duration_s)
+        else:
+            out = self._run(cmd, duration_s)
+        self.last_report = json.loads(out)
+        return self.directions(self.last_report, streams, rate_pps, duration_s)
+
+    def _run(self, cmd: list[str], duration_s: float) -> str:
+        """nfvlab-gen's stdout (GeneratorError on failure); stopped on Ctrl-C or timeout."""
         with signals.deferred():  # a signal now would leave the sender unrecorded and running
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             rec = self.tracker.track_process(proc.pid, "nfvlab-gen") if self.tracker else None
@@ -171,8 +271,7 @@ class EmbeddedGenerator:
         if proc.returncode != 0:
             raise GeneratorError(err.strip().splitlines()[-1] if err.strip() else
                                  f"nfvlab-gen exited with {proc.returncode}")
-        self.last_report = json.loads(out)
-        return self.directions(self.last_report, streams, rate_pps, duration_s)
+        return out
 
     def directions(self, report: dict, streams: list[Stream], rate_pps: float,
                    duration_s: float) -> tuple[DirectionStats, ...]:

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/*
+ * nfvlab_tx.bpf.c - the XDP transmit path of nfvlab-gen (--tx xdp); see
+ * nfvlab_tx.h for how it is run.
+ *
+ * Each run picks the first stream (round-robin) whose next frame is due,
+ * writes that frame's header (precomputed per size and flow in tx_hdrs) and
+ * signature (nfvlab_count.h) into the page, sets its length and redirects it
+ * to the stream's tx port. Pacing follows the AF_PACKET path (nfvlab_gen.c,
+ * Pacing): after a stall the schedule slips, within its budget, so that at
+ * most `burst` frames are due at once; at the deadline a stream sends its
+ * remainder only if that fits one burst, and what it leaves is a shortfall.
+ * Only the one thread that runs the loop writes the state, so no atomics.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+#include "nfvlab_tx.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nfvl_tx_cfg);
+} tx_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nfvl_tx_state);
+} tx_state SEC(".maps");
+
+/* nfvlab-gen sets max_entries: streams x sizes x flows headers, and the mix's period. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nfvl_tx_hdr);
+} tx_hdrs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} tx_mix SEC(".maps");
+
+/* Is stream i's next frame due at `el` ns after t0? Slips its schedule after a stall. */
+static __always_inline int due(const struct nfvl_tx_stream_cfg *c, struct nfvl_tx_stream_state *s, __u64 el)
+{
+	if (s->done)
+		return 0;
+	if (s->sent >= c->intended) {
+		s->done = 1;
+		return 0;
+	}
+	__u64 at = (s->next_fp >> 16) + s->slip_ns;
+	if (el < at)
+		return 0;
+	__u64 lag = el - at;
+	if (el - s->slip_ns >= c->duration_ns) {
+		/* The deadline: the tail that fell due in the last moments goes, a backlog does not. */
+		if (c->intended - s->sent > c->burst) {
+			s->done = 1;
+			return 0;
+		}
+		return 1;
+	}
+	if (lag > s->max_lag_ns)
+		s->max_lag_ns = lag;
+	if (lag > c->burst_ns && s->slip_ns < c->slip_budget_ns) {
+		__u64 want = lag - c->burst_ns, budget = c->slip_budget_ns - s->slip_ns;
+		s->slip_ns += want < budget ? want : budget;
+	}
+	return 1;
+}
+
+SEC("xdp")
+int nfvl_tx(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	const struct nfvl_tx_cfg *cfg = bpf_map_lookup_elem(&tx_cfg, &zero);
+	struct nfvl_tx_state *st = bpf_map_lookup_elem(&tx_state, &zero);
+	if (!cfg || !st || st->stop)
+		return XDP_DROP;
+	__u64 now = bpf_ktime_get_ns(), t0 = st->t0_ns;
+	if (!t0 || now < t0) {
+		st->ticks++;  /* nfvlab-gen sees the loop run, then sets t0 */
+		return XDP_DROP;
+	}
+	__u64 el = now - t0;
+	__u32 first = st->rr & 1, pick = NFVL_MAX_STREAMS;
+	for (__u32 j = 0; j < NFVL_MAX_STREAMS; j++) {
+		__u32 i = j ^ first;
+		if (i < cfg->nstreams && due(&cfg->s[i], &st->s[i], el)) {
+			pick = i;
+			break;
+		}
+	}
+	if (pick >= NFVL_MAX_STREAMS) {
+		st->ticks++;
+		return XDP_DROP;
+	}
+	const struct nfvl_tx_stream_cfg *c = &cfg->s[pick];
+	struct nfvl_tx_stream_state *s = &st->s[pick];
+	__u64 k = s->sent;
+	__u32 pos = cfg->period ? (__u32)(k % cfg->period) : 0;
+	__u32 *z = bpf_map_lookup_elem(&tx_mix, &pos);
+	if (!z || *z >= NFVL_TX_MAX_SIZES || !c->flows)
+		return XDP_ABORTED;
+	__u32 zi = *z & (NFVL_TX_MAX_SIZES - 1); /* a bound the verifier sees (the map could change) */
+	__u32 hk = c->hdr_base + zi * c->flows + (__u32)(k % c->flows);
+	const struct nfvl_tx_hdr *h = bpf_map_lookup_elem(&tx_hdrs, &hk);
+	if (!h)
+		return XDP_ABORTED;
+	int len = (int)(ctx->data_end - ctx->data), want = cfg->frame_len[zi];
+	if (len != want && bpf_xdp_adjust_tail(ctx, want - len))
+		return XDP_ABORTED;
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	if (data + NFVL_TX_HDR_LEN + NFVL_SIG_LEN > end)
+		return XDP_ABORTED;
+	__builtin_memcpy(data, h->h, NFVL_TX_HDR_LEN);
+	__builtin_memcpy(data + NFVL_TX_HDR_LEN, c->sig, NFVL_TX_SIG_PREFIX);
+	__u64 seq = bpf_cpu_to_be64(k);
+	__builtin_memcpy(data + NFVL_TX_HDR_LEN + NFVL_TX_SIG_PREFIX, &seq, 8);
+	s->sent = k + 1;
+	s->next_fp += c->gap_fp;
+	s->last_send_ns = el;
+	st->rr = pick + 1;
+	return bpf_redirect(c->ifindex, 0);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,204 @@
+"""nfvlab-gen's XDP transmit path (``--tx xdp``, nfvlab_tx.bpf.c) on real namespaces and veths.
+
+The frames leave through an XDP program the kernel runs in its live-frames
+mode; a veth takes them only while its peer runs NAPI, so the tests turn GRO on
+at the receiving end, as the driver (``EmbeddedGenerator(tx="xdp")``) does.
+Counts are cross-checked against the receiving interface's own counters, the
+frames' bytes against a capture. Trials stay under 0.9 s: the loop owns its CPU,
+and on a busy test host Linux's fair server may take up to 50 ms from it about
+0.95 s into a second (docs/measurement.md, "Two TX paths").
+"""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import test_gen_binary as tgb
+from test_gen_binary import (
+    CAPTURE, IMIX, MAC_A, MAC_B, Port, check_counts, check_latency, ip_checksum_ok, run, run_gen, rx_delta, stream,
+)
+
+from nfvlab.scenario.topology import Port as LabPort
+from nfvlab.scenario.topology import Stream
+from nfvlab.traffic.embedded import tx_object
+from nfvlab.traffic.embedded.generator import XdpPorts, _gro, veth_peer
+from nfvlab.traffic.base import GeneratorError
+
+pytestmark = pytest.mark.lab
+gen, count, pair = tgb.gen, tgb.count, tgb.pair  # the fixtures of the socket path's tests
+
+
+@pytest.fixture(scope="module")
+def xdp() -> list[str]:
+    return ["--tx", "xdp", "--tx-obj", str(tx_object())]
+
+
+def napi(port: Port, on: bool = True) -> None:
+    run("ip", "netns", "exec", port.ns, "ethtool", "-K", port.ifname, "gro", "on" if on else "off")
+
+
+def nfvl_tx_programs() -> int:
+    progs = json.loads(run("bpftool", "-j", "prog", "show").stdout or "[]")
+    return sum(p.get("name") == "nfvl_tx" for p in progs)
+
+
+def test_exact_counts_bytes_and_latency_one_direction(gen, count, xdp, pair):
+    a, b = pair
+    napi(b)
+    before = b.counters()
+    out, _ = run_gen(gen, "--duration-s", "0.5", "--frame-size", "64", "--latency-pps", "400", *count, *xdp,
+                     "--stream", stream(a, b, 50000))
+    (s,) = out["streams"]
+    assert out["tx"] == "xdp" and out["ticks"] > 0
+    assert s["intended"] == s["sent"] == 25000
+    check_counts(s, 25000, 200)
+    check_latency(s["latency"])
+    assert rx_delta(b, before) == (25000 + 200, (25000 + 200) * 60)
+    # Paced, not sent as fast as the loop runs: the last frame left near the end of the trial.
+    assert 0.49 <= s["tx_elapsed_s"] <= 0.5 + 0.005 + 0.001
+
+
+def test_frame_format_imix_flows(gen, count, xdp, pair):
+    """The same frames as the socket path (test_gen_binary.test_frame_format_imix_flows), byte for byte."""
+    a, b = pair
+    napi(b)
+    cap = subprocess.Popen(["ip", "netns", "exec", b.ns, sys.executable, "-c", CAPTURE, b.ifname],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert cap.stdout.readline().strip() == "ready"
+        out, _ = run_gen(gen, "--duration-s", "0.1", "--imix", "--flows", "5", "--latency-pps", "0",
+                         "--trial-id", "0xdeadbeef", *count, *xdp, "--stream", stream(a, b, 2400))
+        frames = [bytes.fromhex(f) for f in json.loads(cap.communicate(timeout=10)[0])]
+    finally:
+        cap.kill()
+        cap.wait()
+    assert len(frames) == out["streams"][0]["sent"] == 240
+    cycle = [size - 4 for size, weight in IMIX for _ in range(weight)]
+    # GRO may hand frames to the tap in another order than they were sent: sort by sequence number.
+    for k, f in enumerate(sorted(frames, key=lambda f: f[52:60])):
+        assert f[0:6].hex(":") == MAC_B and f[6:12].hex(":") == MAC_A
+        assert f[42:60] == b"NFVL" + bytes.fromhex("deadbeef") + bytes([0, 0]) + k.to_bytes(8, "big")
+        assert not any(f[60:])
+        assert ip_checksum_ok(f[14:34])
+        assert len(f) == cycle[k % len(cycle)]
+        assert int.from_bytes(f[16:18], "big") == len(f) - 14
+        assert int.from_bytes(f[34:36], "big") == 1024 + k % 5
+
+
+@pytest.fixture
+def two_ports():
+    """Namespace T holding tx ports t0, t1; their veth peers r0, r1 in namespace R (NAPI on)."""
+    names = ["nfvl-t-gen-xdp-t", "nfvl-t-gen-xdp-r"]
+    macs = ["02:00:00:00:0c:0%d" % i for i in range(4)]
+    try:
+        for ns in names:
+            run("ip", "netns", "add", ns)
+            run("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv6.conf.default.disable_ipv6=1")
+        for i in (0, 1):
+            run("ip", "link", "add", f"t{i}", "netns", names[0], "address", macs[2 * i], "type", "veth",
+                "peer", "name", f"r{i}", "netns", names[1], "address", macs[2 * i + 1])
+            run("ip", "-n", names[0], "link", "set", f"t{i}", "up")
+            run("ip", "-n", names[1], "link", "set", f"r{i}", "up")
+        yield ([Port(names[0], f"t{i}", macs[2 * i]) for i in (0, 1)],
+               [Port(names[1], f"r{i}", macs[2 * i + 1]) for i in (0, 1)])
+    finally:
+        for ns in names:
+            run("ip", "netns", "del", ns, check=False)
+
+
+def test_two_streams_from_one_namespace_exact(gen, count, xdp, two_ports):
+    (t0, t1), (r0, r1) = two_ports
+    for r in (r0, r1):
+        napi(r)
+    before = {r.ifname: r.counters() for r in (r0, r1)}
+    out, _ = run_gen(gen, "--duration-s", "0.5", "--frame-size", "1518", "--flows", "16", "--latency-pps", "200",
+                     *count, *xdp, "--stream", stream(t0, r0, 20000),
+                     "--stream", stream(t1, r1, 16000, sip="198.18.0.3", dip="198.19.0.4"))
+    for s, r, rate in zip(out["streams"], (r0, r1), (10000, 8000)):
+        assert s["intended"] == s["sent"] == rate
+        check_counts(s, rate, 100)
+        assert rx_delta(r, before[r.ifname]) == (rate + 100, (rate + 100) * 1514)
+
+
+def test_a_port_whose_peer_has_no_napi_is_found_by_the_driver(pair):
+    """veth drops XDP frames silently unless its peer runs NAPI: the driver turns GRO on for the
+    trial and back off after, on the peer it finds across namespaces."""
+    a, b = pair
+    assert veth_peer(LabPort(a.ns, a.ifname)) == LabPort(b.ns, b.ifname)
+    assert not _gro(LabPort(b.ns, b.ifname))
+    streams = [Stream(LabPort(a.ns, a.ifname), LabPort(b.ns, b.ifname), MAC_A, MAC_B, "198.18.0.1", "198.19.0.2")]
+    with XdpPorts(streams):
+        assert _gro(LabPort(b.ns, b.ifname))
+    assert not _gro(LabPort(b.ns, b.ifname))
+
+
+def test_the_driver_refuses_ports_that_cannot_send_xdp_frames(pair):
+    a, _ = pair
+    run("ip", "-n", a.ns, "link", "add", "mvx", "link", a.ifname, "type", "macvlan")
+    with pytest.raises(GeneratorError, match="veth or NIC tx ports: .*mvx is a macvlan"):
+        veth_peer(LabPort(a.ns, "mvx"))
+
+
+@pytest.mark.parametrize("case,message", [
+    ("jumbo", "--tx xdp sends frames of 64..1518 B"),
+    ("no-obj", "--tx xdp needs --tx-obj"),
+    ("two-namespaces", "every tx port in one network namespace"),
+    ("bad-tx", "--tx 'afxdp' is invalid"),
+])
+def test_bad_arguments_one_line_before_anything(gen, xdp, pair, case, message):
+    a, b = pair
+    args = {"jumbo": [*xdp, "--frame-size", "9018", "--stream", stream(a, b, 100)],
+            "no-obj": ["--tx", "xdp", "--stream", stream(a, b, 100)],
+            "two-namespaces": [*xdp, "--stream", stream(a, b, 100), "--stream", stream(b, a, 100)],
+            "bad-tx": ["--tx", "afxdp", "--stream", stream(a, b, 100)]}[case]
+    proc = subprocess.run([gen, "--duration-s", "0.1", *args], capture_output=True, text=True, timeout=5)
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+
+
+def test_interrupt_stops_the_kernel_loop_reports_and_unloads(gen, count, xdp, pair):
+    a, b = pair
+    napi(b)
+    proc = subprocess.Popen([gen, "--duration-s", "10", "--latency-pps", "100", *count, *xdp,
+                             "--stream", stream(a, b, 10000)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=5)
+    assert proc.returncode == 130, stderr
+    (s,) = json.loads(stdout)["streams"]
+    assert 0 < s["sent"] < 100000 and s["received_load"] == s["sent"]
+    assert nfvl_tx_programs() == 0
+
+
+def test_the_peer_of_a_veth_in_the_same_namespace_is_found(pair):
+    a, _ = pair
+    run("ip", "-n", a.ns, "link", "add", "sx0", "type", "veth", "peer", "name", "sx1")
+    assert veth_peer(LabPort(a.ns, "sx0")) == LabPort(a.ns, "sx1")
+
+
+@pytest.mark.parametrize("model", ["linux-bridge", "macvlan"])
+def test_a_lab_trial_through_a_dut_with_the_xdp_path_is_exact_and_restores_the_ports(clean_host, model):
+    """Through the embedded lab's DUT both ways; the DUT's ingress veths get NAPI for the trial only."""
+    from conftest import NO_RESIDUE, lab_residue
+    from nfvlab.labs.embedded import Lab
+    from nfvlab.traffic.embedded import EmbeddedGenerator
+    from nfvlab.trial import run_trial
+
+    with Lab(model) as lab:
+        gen = EmbeddedGenerator(lab.streams, flows=4, latency_pps=200, tx="xdp", tracker=lab)
+        peers = [veth_peer(s.tx) for s in lab.streams]
+        result = run_trial(gen, 20000, 0.5, 64, bidirectional=True)
+        assert [_gro(p) for p in peers] == [False, False]
+        assert gen.describe()["tx"] == "xdp" and gen.identity()["ports"] == "xdp live frames on veth"
+    for d in result.directions:
+        assert d.intended_packets == d.sent_packets == d.received_packets == 10000, d
+        assert d.foreign_packets == d.duplicate_packets == 0
+        assert d.latency.probes_received == d.latency.probes_sent == 100
+    assert lab_residue() == NO_RESIDUE
