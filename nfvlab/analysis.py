@@ -109,6 +109,13 @@ def _status(notes: pd.DataFrame, config: dict) -> str:
     return "not measured"
 
 
+def _any_known(flags: pd.Series) -> Optional[bool]:
+    """True if any flag is True, False if all are known False, else None (unknown)."""
+    if flags.eq(True).any():
+        return True
+    return False if flags.notna().all() else None
+
+
 def config_table(searches: pd.DataFrame, notes: pd.DataFrame, grid: dict[str, Sequence],
                  goal: str) -> pd.DataFrame:
     """Statistics over repetitions for every configuration of ``grid``.
@@ -134,7 +141,9 @@ def config_table(searches: pd.DataFrame, notes: pd.DataFrame, grid: dict[str, Se
         :data:`THROUGHPUT_INTERVAL`, ``mean -+ t(0.975, n-1) * sd / sqrt(n)``,
         :func:`nfvlab.stats.summarize`; NaN for n < 2), ``cv`` (sd / mean),
         ``gbps_l1`` (mean at L1, Gbit/s per direction; NaN without a
-        ``frame_size`` column), ``generator_limited`` (any repetition) and
+        ``frame_size`` column), ``generator_limited`` (True if any repetition
+        was; False only if every repetition is known not to be; else None =
+        unknown, e.g. a generator without a calibrated ceiling) and
         ``n_irregular`` (repetitions whose RFC 9971 goal result is irregular,
         e.g. the maximum rate was a lower bound, so the value is a floor; 0 for
         MRR and for records without the field).
@@ -154,7 +163,7 @@ def config_table(searches: pd.DataFrame, notes: pd.DataFrame, grid: dict[str, Se
     s = searches[searches["goal"] == goal]
     summ = stats.summarize(s, by, "throughput_pps") if len(s) else pd.DataFrame(columns=[*by, "n"])
     found = {tuple(_key(r[c]) for c in by): r for _, r in summ.iterrows()}
-    lim = {tuple(_key(v) for v in (k if isinstance(k, tuple) else (k,))): bool(g.fillna(False).any())
+    lim = {tuple(_key(v) for v in (k if isinstance(k, tuple) else (k,))): _any_known(g)
            for k, g in s.groupby(by, dropna=False)["generator_limited"]} if len(s) else {}
     irregular = ({tuple(_key(v) for v in (k if isinstance(k, tuple) else (k,))): int((g == False).sum())
                   for k, g in s.groupby(by, dropna=False)["regular"]}
@@ -170,7 +179,7 @@ def config_table(searches: pd.DataFrame, notes: pd.DataFrame, grid: dict[str, Se
         rows.append({**config, "status": "measured", "n": int(h["n"]), "mean_pps": h["mean"],
                      "ci_low_pps": h["ci_low"], "ci_high_pps": h["ci_high"], "cv": h["cv"],
                      "gbps_l1": linerate.pps_to_gbps(h["mean"], fs, 1) if fs is not None else np.nan,
-                     "generator_limited": lim.get(key, False), "n_irregular": irregular.get(key, 0)})
+                     "generator_limited": lim.get(key), "n_irregular": irregular.get(key, 0)})
     return pd.DataFrame(rows, columns=[*by, *STAT_COLUMNS])
 
 
@@ -465,9 +474,15 @@ def figures_c(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[
 
 
 def figures_d(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[Path]:
-    """``experiment_d_mrr_<topology>_<frame size>.png`` (model prefix if several): MRR heatmaps in kpps."""
+    """``experiment_d_mrr_<topology>_<frame size>.png`` (model prefix if several): MRR heatmaps in kpps.
+
+    All heatmaps share one colour scale (0 to the largest mean of the table), so
+    equal colours mean equal rates across them; interval bounds below 0 (small
+    n) are shown as 0.
+    """
     t = tabs["mrr"].assign(mean_kpps=lambda d: d["mean_pps"] / 1e3)
-    t["cell"] = [f"{v:.1f}\n[{lo / 1e3:.1f}, {hi / 1e3:.1f}]" if r == "measured" and pd.notna(lo) else
+    vmax_kpps = float(np.nanmax(t["mean_kpps"].to_numpy(dtype=float), initial=0.0)) or 1.0
+    t["cell"] = [f"{v:.1f}\n[{max(lo, 0.0) / 1e3:.1f}, {hi / 1e3:.1f}]" if r == "measured" and pd.notna(lo) else
                  (f"{v:.1f}" if r == "measured" else r.split(":")[0])
                  for v, lo, hi, r in zip(t["mean_kpps"], t["ci_low_pps"], t["ci_high_pps"], t["status"])]
     several = t["model"].nunique() > 1
@@ -477,7 +492,7 @@ def figures_d(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[
         with figure_style(dpi):
             fig = new_figure((6.4, 4.6))
             matrix_heatmap(g, "instances", "nfs", "mean_kpps", text="cell", ax=fig.subplots(),
-                           cbar_label="MRR [kpps per direction]", annot_fontsize=7,
+                           cbar_label="MRR [kpps per direction]", annot_fontsize=7, vmin=0.0, vmax=vmax_kpps,
                            xlabel="NFs per service instance", ylabel="service instances",
                            title=f"Experiment D {topo.upper()} {fs} B ({m}): MRR per direction,\n"
                                  f"mean [95 % t-interval], kpps; {_HOST_ONLY}")

@@ -79,6 +79,9 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="add a noisy-neighbour pod (stress-ng) at this CPU load, 1..100")
         p.add_argument("--hugepages", action="store_true", help="DPDK processes use 2 MB hugepages")
         p.add_argument("--numa", default="s1", help="NUMA scenario s1..s6 (s2.. need two NUMA nodes)")
+        p.add_argument("--density", default=None, metavar="TOPO:IxN",
+                       help="a service density cell (seed 001), e.g. csp:1x2: topology csc|csp, instances x "
+                            "NFs per instance, 1..10 each (on Kubernetes: a chain of N pods)")
 
     resource_args(up)
     dn = lab.add_parser("down", help="tear down a lab built by `lab up`")
@@ -245,6 +248,9 @@ def _render(a) -> int:
             and not render.calico_vpp_memif(scenario, lab.kubernetes)):
         raise CliError(f"lab render: {scenario.model} has no rendered networks on Kubernetes (models: "
                        f"{', '.join(render.CNI_OF)}; others need kubernetes.networks.{scenario.model})")
+    why = render.density_reasons(scenario, lab.kubernetes)
+    if why:
+        raise CliError(f"lab render: {scenario.label} cannot run on this cluster: {why[0]}")
     objects = render.manifests(scenario, lab.kubernetes)
     problems = [x for m in objects for x in render.validate(m, lab.kubernetes)]
     if problems:
@@ -273,7 +279,21 @@ def _scenario(a):
     model = a.model if a.model is not None else DEFAULT_MODEL
     if model not in MODEL_NAMES:
         raise CliError(f"--model: unknown model {model!r}: use one of {', '.join(MODEL_NAMES)} (see `nfvlab lab models`)")
-    return Scenario(model, _resources(a))
+    return Scenario(model, _resources(a), density=_density(getattr(a, "density", None)))
+
+
+def _density(text):
+    """``--density csp:1x2`` as a density cell (bounds as a params file's ``density:``)."""
+    import re
+
+    from nfvlab.scenario import DensityCell
+
+    if text is None:
+        return None
+    m = re.fullmatch(r"(csc|csp):(\d{1,2})x(\d{1,2})", text)
+    if not m or not (1 <= int(m[2]) <= 10 and 1 <= int(m[3]) <= 10):
+        raise CliError(f"--density {text!r}: use TOPO:IxN with TOPO csc or csp and I, N in 1..10, e.g. csp:1x2")
+    return DensityCell(m[1], int(m[2]), int(m[3]))
 
 
 def _check_common(a, rates=()):

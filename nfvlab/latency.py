@@ -110,3 +110,34 @@ def latency_percentiles(latency: pd.DataFrame, confidence: float = 0.95) -> pd.D
     out = summary.merge(rates, on=by, how="left")
     return out[[*by, "n", "mean_ns", "sd_ns", "ci_low_ns", "ci_high_ns", "median_ns", "min_ns", "max_ns",
                 "rate_pps"]]
+
+
+def percentiles_us(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration and load point, one column per percentile, microseconds.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`latency_percentiles` (or the ``latency`` table of :func:`nfvlab.analysis.tables`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The point's key columns present in ``table`` (``model``, config labels,
+        ``frame_size``, ``goal``, ``load_fraction``), ``n`` (fewest repetitions
+        behind any of its percentiles), then ``p50_us``, ``p90_us``, ``p95_us``,
+        ``p99_us``, ``p999_us``: the mean over repetitions of each trial's
+        percentile, one-way, in microseconds (NaN where unknown). The column names
+        carry the unit of the values: ``_ns`` columns are never divided in place.
+    """
+    keys = [k for k in POINT_KEYS if k in table.columns]
+    names = {label: f"{col[:-3]}_us" for col, label in PERCENTILE_LABELS.items()}
+    cols = [*keys, "n", *names.values()]
+    if table.empty:
+        return pd.DataFrame(columns=cols)
+    wide = table.pivot_table(index=keys, columns="percentile", values="mean_ns", aggfunc="first", dropna=False,
+                             observed=True, sort=False)
+    wide = (wide.reindex(columns=list(names)) / 1e3).rename(columns=names)
+    n = table.groupby(keys, sort=False, dropna=False, observed=True)["n"].min().rename("n")
+    out = wide.join(n).reset_index()
+    return out[cols]

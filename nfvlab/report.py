@@ -1,28 +1,50 @@
-"""The study report: every experiment's tables and figures, in order, with short text.
+"""The study report: provenance, claims, then every experiment's tables and figures, in order.
 
 ``notebooks/report.ipynb`` only displays :func:`sections`; the logic lives here so
 tests reach it. An experiment whose tables are not written yet gets a "not run
-yet" section instead of failing.
+yet" section instead of failing. Tables are shown formatted (:func:`format_table`):
+rates in kpps with their interval, CV in %, units in the headers, "—" with the
+reason where there is no value, "unknown" where a flag was not recorded, no
+index column; the tidy functions (:func:`provenance_table`, :func:`claims_summary`,
+:func:`run_changes`) return numbers for tests and notebooks.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import NamedTuple, Optional, Union
+from typing import Any, NamedTuple, Optional, Sequence, Union
 
 import pandas as pd
 
-from nfvlab.analysis import TABLE_NAMES
+from nfvlab import results
+from nfvlab.analysis import GOALS, TABLE_NAMES, status_kind
+from nfvlab.records import runs_frame
+from nfvlab.stats import VERDICTS
 
 PathLike = Union[str, Path]
 
-HOST_NOTE = (
-    "**Local numbers describe this host only** -- a 2 vCPU VM, veth links, a software traffic "
-    "generator with its own ceiling -- and **never** the draft's 40 GbE testbed or the density "
-    "note's servers. Published values stand beside them to compare the *shape* of a result "
-    "(which configuration is faster), not its magnitude. A configuration this host cannot realize "
-    "is listed with the reason, never with a number; a claim that needs one is *not testable on "
-    "this host*."
+#: What the local numbers are, whatever the host (its facts come from the records: :func:`provenance_table`).
+SCOPE_NOTE = (
+    "**Local numbers describe the host in the provenance table only** (its CPU, cores, links and "
+    "generator ceiling), **never** the draft's 40 GbE testbed or the density note's servers. "
+    "Published values stand beside them to compare the *shape* of a result (which configuration "
+    "is faster), not its magnitude. A configuration this host cannot realize is listed with the "
+    "reason, never with a number; a claim that needs one is *not testable on this host*."
 )
+#: A configuration whose mean rate changed by more than this fraction against the previous
+#: completed run of the same records is flagged (:func:`run_changes`).
+CHANGE_FLAG = 0.10
+#: A table wider than this many columns is split into parts that repeat the key columns.
+MAX_COLUMNS = 10
+#: Shown for an interval lower bound below 0 that was clipped (:func:`interval_text`).
+CLIPPED_MARK = "*"
+CLIPPED_NOTE = (f"{CLIPPED_MARK} the 95 % t-interval reaches below 0 at this small n; a rate or latency "
+                "cannot be negative, so the lower bound is shown clipped at 0 (docs/methodology.md).")
+#: Key columns and their display names (units in brackets).
+KEY_NAMES = {"model": "model", "draft_model": "draft model", "section": "draft section", "pinning": "pinning",
+             "numa": "NUMA", "noisy_load_pct": "noisy neighbour [% CPU]", "topology": "topology",
+             "frame_size": "frame size [B]", "instances": "service instances", "nfs": "NFs per instance",
+             "goal": "goal", "load_fraction": "load [% of rate]", "claim": "claim", "condition": "condition"}
 
 #: Per experiment: title and the text shown above its tables.
 EXPERIMENTS = {
@@ -51,16 +73,416 @@ CAPTIONS = {
     "combination": "Throughput per model and frame size at NUMA s1 (this host; draft Figure 16 beside)",
     "numa": "Throughput per NUMA scenario at 1518 B (this host; draft Figure 17 beside)",
     "mrr": "MRR matrix cells (this host; density note cells and core usage beside)",
-    "latency": "Latency under load (this host): one-way latency percentiles p50 .. p99.9 of the probes at "
-               "fractions of the rate found (load_fraction; 0 = probes only), mean, sd and 95 % CI over "
-               "repetitions (n), ns",
+    "latency": "Latency under load (this host): one-way latency percentiles p50 .. p99.9 per model, of the "
+               "probes at fractions of the rate found (0 % = probes only), mean [95 % CI] over repetitions (n), µs",
     "claims": "The draft's claims on this host (verdict: holds / contradicted / inconclusive / not testable, "
               "with the deciding pair's test, Holm-adjusted p, effect size and n)",
 }
 #: Where experiment A's tables of the Kubernetes lab live (the ``analysis_kubernetes`` stage).
 KUBERNETES_A = "experiment_a_kubernetes"
+#: The records of each table folder: ``<records_dir>/<name>.jsonl``.
+RECORDS = {"a": "experiment_a", "a (Kubernetes)": KUBERNETES_A, "b": "experiment_b", "c": "experiment_c",
+           "d": "experiment_d"}
 
 
+class Section(NamedTuple):
+    """One item of the report, displayed in order.
+
+    ``table`` is a pandas ``Styler`` of a formatted (all-text) table without index
+    column (``table.data`` is the DataFrame), or None.
+    """
+
+    title: str
+    text: str
+    table: Optional[Any]
+    figures: list[Path]
+
+
+# ---------------------------------------------------------------------------
+# value formatting
+# ---------------------------------------------------------------------------
+def _num(v) -> Optional[float]:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
+def interval_text(mean, low, high, scale: float = 1e3, digits: int = 1) -> str:
+    """``"79.2 [72.0, 86.4]"``: ``mean`` and its interval divided by ``scale``.
+
+    A lower bound below 0 is shown as 0 followed by :data:`CLIPPED_MARK` (a rate or
+    latency cannot be negative; the t interval at small n can reach below 0). No
+    interval (NaN bounds, n < 2) shows the mean alone; no mean shows "—".
+    """
+    m, lo, hi = _num(mean), _num(low), _num(high)
+    if m is None:
+        return "—"
+    if lo is None or hi is None:
+        return f"{m / scale:.{digits}f}"
+    low_text = f"{max(lo, 0.0) / scale:.{digits}f}{CLIPPED_MARK if lo < 0 else ''}"
+    return f"{m / scale:.{digits}f} [{low_text}, {hi / scale:.{digits}f}]"
+
+
+def flag_text(v) -> str:
+    """A recorded True/False flag as "yes"/"no"; missing (not recorded, not known) as "unknown"."""
+    if isinstance(v, str):
+        v = {"true": True, "false": False}.get(v.strip().lower())
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "unknown"
+    return "yes" if bool(v) else "no"
+
+
+def _plain(v, digits: int = 4) -> str:
+    f = _num(v)
+    if f is None:
+        return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+    return f"{int(f)}" if f == int(f) and abs(f) < 1e15 else f"{f:.{digits}g}"
+
+
+def _column_name(c: str) -> str:
+    """Display name with unit: ``draft11_fig13_gbps`` -> ``draft11 fig13 [Gbps]``."""
+    if c in KEY_NAMES:
+        return KEY_NAMES[c]
+    units = {"_gbps": "[Gbps]", "_mpps": "[Mpps]", "_kpps": "[kpps]", "_pps": "[packets/s]", "_pct": "[%]",
+             "_cores": "[cores]", "_cpus": "[CPUs]"}
+    for suffix, unit in units.items():
+        if c.endswith(suffix):
+            return f"{c[:-len(suffix)].replace('_', ' ')} {unit}"
+    if c.startswith("published_mrr_mpps_"):
+        return f"published MRR {c[len('published_mrr_mpps_'):]} [Mpps]"
+    return c.replace("_", " ")
+
+
+# ---------------------------------------------------------------------------
+# tables
+# ---------------------------------------------------------------------------
+_RATE_STATS = ("status", "n", "mean_pps", "ci_low_pps", "ci_high_pps", "cv", "gbps_l1", "generator_limited",
+               "n_irregular", "gbps_l2")
+
+
+def format_table(table: pd.DataFrame, rate: str = "NDR") -> pd.DataFrame:
+    """A results table as text, ready to show.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        An analysis table (:func:`nfvlab.analysis.config_table` columns and any
+        published / core columns beside), a claims table, or any other table.
+    rate : str
+        Name of the rate in the headers (``NDR``, ``MRR``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        All cells text, a fresh RangeIndex (never shown). Rate tables: the key
+        columns (display names with units), ``"<rate> [kpps] mean [95 % CI]"``
+        (:func:`interval_text`; "—" where there is no value), ``"n"``,
+        ``"CV [%]"``, ``"L1 [Gbps]"``, ``"generator-limited"`` (yes / no /
+        unknown), ``"irregular (RFC 9971)"``, the other columns (units in the
+        names, "—" where empty), and ``"why no value"`` (the reason; empty for
+        measured rows) when some row has no value. Claims tables:
+        ``"p (Holm)"`` and ``"effect"`` formatted, "—" where no test was run.
+    """
+    t = table.reset_index(drop=True)
+    out = pd.DataFrame(index=t.index)
+    if "mean_pps" in t.columns and "status" in t.columns:
+        measured = t["status"].eq("measured")
+        for c in [c for c in t.columns if c in KEY_NAMES]:
+            out[KEY_NAMES[c]] = t[c].map(_plain)
+        out[f"{rate} [kpps] mean [95 % CI]"] = [
+            interval_text(m, lo, hi) if ok else "—"
+            for m, lo, hi, ok in zip(t["mean_pps"], t["ci_low_pps"], t["ci_high_pps"], measured)]
+        out["n"] = t["n"].map(_plain)
+        out["CV [%]"] = [f"{float(v) * 100:.1f}" if ok and _num(v) is not None else "—"
+                         for v, ok in zip(t["cv"], measured)]
+        if "gbps_l1" in t.columns:
+            out["L1 [Gbps]"] = [f"{float(v):.3f}" if ok and _num(v) is not None else "—"
+                                for v, ok in zip(t["gbps_l1"], measured)]
+        if "generator_limited" in t.columns:
+            out["generator-limited"] = [flag_text(v) if ok else "—" for v, ok in zip(t["generator_limited"], measured)]
+        if "n_irregular" in t.columns:
+            out["irregular (RFC 9971)"] = [_plain(v) if ok else "—" for v, ok in zip(t["n_irregular"], measured)]
+        for c in t.columns:
+            if c not in KEY_NAMES and c not in _RATE_STATS:
+                out[_column_name(c)] = t[c].map(lambda v: flag_text(v) if isinstance(v, bool) else _plain(v))
+        if not measured.all():
+            out["why no value"] = [("" if ok else str(s)) for s, ok in zip(t["status"], measured)]
+        return out
+    for c in t.columns:
+        if c == "p_adjusted":
+            out["p (Holm)"] = t[c].map(lambda v: "—" if _num(v) is None else f"{float(v):.3g}")
+        elif c == "effect_size":
+            out["effect"] = [("—" if _num(v) is None else f"{float(v):+.2f} ({k})")
+                             for v, k in zip(t[c], t.get("effect_size_kind", [""] * len(t)))]
+        elif c == "effect_size_kind":
+            continue
+        else:
+            out[_column_name(c)] = t[c].map(_plain)
+    return out
+
+
+def split_columns(table: pd.DataFrame, keys: Sequence[str], max_columns: int = MAX_COLUMNS) -> list[pd.DataFrame]:
+    """Parts of a wide table, each with the ``keys`` columns and at most ``max_columns`` columns in all.
+
+    A table no wider than ``max_columns`` is returned whole (one part).
+    """
+    keys = [k for k in keys if k in table.columns]
+    rest = [c for c in table.columns if c not in keys]
+    if len(table.columns) <= max_columns:
+        return [table]
+    step = max(1, max_columns - len(keys))
+    return [table[keys + rest[i:i + step]] for i in range(0, len(rest), step)]
+
+
+def styled(table: pd.DataFrame, uid: str):
+    """A Styler that shows ``table`` without its index; deterministic HTML (fixed uuid).
+
+    Text wraps, except models and values with their interval (a number never splits
+    from its bracket).
+    """
+    st = (table.style.hide(axis="index").set_uuid(uid)
+          .set_table_attributes('class="nfvlab-table"')
+          .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}])
+          .set_properties(**{"text-align": "left", "white-space": "normal"}))
+    nowrap = [c for c in table.columns if c == "model" or "CI]" in c or c.endswith("[µs]")]
+    return st.set_properties(subset=nowrap, **{"white-space": "nowrap"}) if nowrap else st
+
+
+def _read(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, keep_default_na=True)
+
+
+def _own_dir(base: Path, letter: str) -> Path:
+    own = base / f"experiment_{letter}"
+    return own if own.is_dir() else base
+
+
+def _records_dir(tables_dir: PathLike, records_dir: Optional[PathLike]) -> Path:
+    # The pipeline keeps records in data/raw beside data/tables.
+    return Path(records_dir) if records_dir is not None else Path(tables_dir).parent / "raw"
+
+
+# ---------------------------------------------------------------------------
+# provenance, claims, run-to-run changes (tidy)
+# ---------------------------------------------------------------------------
+def _latest_run(path: Path) -> Optional[pd.Series]:
+    runs = runs_frame(path)
+    done = runs[runs["status"] == "completed"] if len(runs) else runs
+    return done.iloc[-1] if len(done) else None
+
+
+def _ceilings_text(gen: dict) -> str:
+    ceil = gen.get("ceilings") or {}
+    if not ceil:
+        return "unknown (not calibrated)"
+    order = sorted(ceil, key=lambda k: (not str(k).isdigit(), int(k) if str(k).isdigit() else 0, str(k)))
+    return "; ".join(f"{k}{' B' if str(k).isdigit() else ''}: {ceil[k]['ceiling_pps'] / 1e3:.1f} kpps"
+                     for k in order if _num(ceil[k].get("ceiling_pps")) is not None) or "unknown"
+
+
+def provenance_table(records_dir: PathLike = "data/raw") -> pd.DataFrame:
+    """Where and how each experiment's latest completed run was measured, from its records.
+
+    Parameters
+    ----------
+    records_dir : path
+        Holds ``experiment_<x>.jsonl`` (:data:`RECORDS`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per records file with a completed run, columns ``experiment``,
+        ``run_id``, ``date`` (UTC start), ``git_revision`` (12 hex digits,
+        ``+dirty`` if the tree had changes), ``host_cpu``, ``cores`` (usable
+        CPUs), ``numa_nodes``, ``kernel``, ``links`` (the generator's ports, e.g.
+        ``af_packet on veth``; the NIC when it drives one), ``lab_kind``,
+        ``profile`` (params file), ``repetitions``, ``generator`` (name, version,
+        scheduling) and ``ceiling`` (calibrated ceiling per frame size, kpps per
+        direction, or "unknown (not calibrated)"). Missing facts read "unknown".
+    """
+    rows = []
+    for name, stem in RECORDS.items():
+        path = Path(records_dir) / f"{stem}.jsonl"
+        run = _latest_run(path) if path.exists() else None
+        if run is None:
+            continue
+        prov, params = run["provenance"] or {}, run["params"] or {}
+        gen, lab = prov.get("generator") or {}, prov.get("lab") or {}
+        ident = gen.get("identity") or {}
+        rev = prov.get("git_revision")
+        unknown = "unknown"
+        rows.append({
+            "experiment": name.upper() if len(name) == 1 else name[0].upper() + name[1:],
+            "run_id": run["run_id"],
+            "date": str(run.get("started_at") or unknown)[:19].replace("T", " ") + " UTC",
+            "git_revision": f"{rev[:12]}{'+dirty' if prov.get('git_dirty') else ''}" if rev else unknown,
+            "host_cpu": prov.get("cpu_model") or unknown,
+            "cores": prov.get("cpu_affinity_count") or prov.get("cpu_count") or unknown,
+            "numa_nodes": prov.get("numa_nodes") or unknown,
+            "kernel": prov.get("kernel") or unknown,
+            "links": ident.get("ports") or unknown,
+            "lab_kind": lab.get("lab_kind") or (params.get("lab") or {}).get("kind") or unknown,
+            "profile": params.get("source") or unknown,
+            "repetitions": params.get("repetitions") or unknown,
+            "generator": " ".join(str(x) for x in (ident.get("name"), ident.get("version"),
+                                                   f"sched={ident['sched']}" if ident.get("sched") else None)
+                                  if x) or unknown,
+            "ceiling": _ceilings_text(gen),
+        })
+    cols = ["experiment", "run_id", "date", "git_revision", "host_cpu", "cores", "numa_nodes", "kernel", "links",
+            "lab_kind", "profile", "repetitions", "generator", "ceiling"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+_PROVENANCE_NAMES = {"run_id": "run id", "date": "date (run start)", "git_revision": "git revision",
+                     "host_cpu": "host CPU", "cores": "cores (usable)", "numa_nodes": "NUMA nodes",
+                     "kernel": "kernel", "links": "generator ports / links", "lab_kind": "lab kind",
+                     "profile": "profile (params file)", "repetitions": "repetitions",
+                     "generator": "traffic generator", "ceiling": "generator ceiling (calibrated) [kpps per direction]"}
+
+
+def claims_table(tables_dir: PathLike = "data/tables") -> pd.DataFrame:
+    """Every claim row of every experiment's ``experiment_<x>_claims.csv``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``experiment`` (A, B, C, "A (Kubernetes)"), then the claims table's
+        columns (:data:`nfvlab.analysis.CLAIM_COLUMNS`: ``claim``, ``condition``,
+        ``verdict``, ``pair``, ``test``, ``p_adjusted``, ``effect_size``,
+        ``effect_size_kind``, ``n``, ``detail``).
+    """
+    base = Path(tables_dir)
+    frames = []
+    for name, stem in RECORDS.items():
+        letter = stem.split("_")[1]
+        folder = base / stem if (base / stem).is_dir() else (_own_dir(base, letter) if stem == f"experiment_{letter}"
+                                                              else None)
+        p = folder / f"experiment_{letter}_claims.csv" if folder is not None else None
+        if p is not None and p.exists():
+            frames.append(_read(p).assign(experiment=name.upper() if len(name) == 1 else
+                                          name[0].upper() + name[1:]))
+    if not frames:
+        return pd.DataFrame(columns=["experiment"])
+    out = pd.concat(frames, ignore_index=True)
+    return out[["experiment", *[c for c in out.columns if c != "experiment"]]]
+
+
+def claims_summary(claims: pd.DataFrame) -> pd.DataFrame:
+    """Verdict counts per experiment (:func:`claims_table` rows).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``experiment``, one count column per verdict of
+        :data:`nfvlab.stats.VERDICTS` (``holds``, ``contradicted``,
+        ``inconclusive``, ``not testable``), ``total``; a last row ``all``.
+    """
+    rows = []
+    for exp, g in claims.groupby("experiment", sort=False) if len(claims) else ():
+        rows.append({"experiment": exp, **{v: int((g["verdict"] == v).sum()) for v in VERDICTS}, "total": len(g)})
+    out = pd.DataFrame(rows, columns=["experiment", *VERDICTS, "total"])
+    total = {"experiment": "all", **{c: int(out[c].sum()) for c in [*VERDICTS, "total"]}}
+    return pd.concat([out, pd.DataFrame([total])], ignore_index=True)
+
+
+def run_changes(records: PathLike, goal: str = "ndr", threshold: float = CHANGE_FLAG) -> pd.DataFrame:
+    """Each configuration's mean rate in the latest completed run against the previous one.
+
+    Parameters
+    ----------
+    records : path
+        A records file with one or more completed runs (earlier runs stay in the file).
+    goal : str
+        Search goal whose ``throughput_pps`` is compared (``ndr``, ``mrr``).
+    threshold : float
+        Relative change above which a row is ``flagged``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model``, the configuration labels present (``pinning``, ``numa``, ...),
+        ``frame_size``, ``previous_pps``, ``latest_pps`` (means over
+        repetitions, packets/s per direction), ``change`` (latest / previous -
+        1), ``flagged`` (``|change| > threshold``), ``previous_run``,
+        ``latest_run``. Only configurations measured in both runs; empty when
+        there are fewer than two completed runs.
+    """
+    s = results.searches_frame(records, run="all")
+    s = s[(s["goal"] == goal) & s["throughput_pps"].notna()]
+    run_ids = list(dict.fromkeys(s["run_id"]))
+    cols_cfg = [c for c in ["model", *results.CONFIG_LABELS, "frame_size"] if c in s.columns and s[c].notna().any()]
+    cols = [*cols_cfg, "previous_pps", "latest_pps", "change", "flagged", "previous_run", "latest_run"]
+    if len(run_ids) < 2:
+        return pd.DataFrame(columns=cols)
+    prev, last = run_ids[-2:]
+    s = s.assign(frame_size=s["frame_size"].astype(str))
+    means = {rid: s[s["run_id"] == rid].groupby(cols_cfg, dropna=False)["throughput_pps"].mean()
+             for rid in (prev, last)}
+    both = pd.concat({"previous_pps": means[prev], "latest_pps": means[last]}, axis=1).dropna().reset_index()
+    both["change"] = both["latest_pps"] / both["previous_pps"] - 1.0
+    both["flagged"] = both["change"].abs() > threshold
+    both["previous_run"], both["latest_run"] = prev, last
+    return both[cols]
+
+
+def changes_text(changes: pd.DataFrame, threshold: float = CHANGE_FLAG) -> pd.DataFrame:
+    """:func:`run_changes` rows that are flagged, formatted (kpps, change in %)."""
+    flagged = changes[changes["flagged"].astype(bool)] if len(changes) else changes
+    out = pd.DataFrame(index=range(len(flagged)))
+    f = flagged.reset_index(drop=True)
+    for c in [c for c in f.columns if c in KEY_NAMES]:
+        out[KEY_NAMES[c]] = f[c].map(_plain)
+    out["previous run [kpps]"] = (f["previous_pps"] / 1e3).map(lambda v: f"{v:.1f}")
+    out["latest run [kpps]"] = (f["latest_pps"] / 1e3).map(lambda v: f"{v:.1f}")
+    out["change [%]"] = (f["change"] * 100).map(lambda v: f"{v:+.1f}")
+    return out
+
+
+# ---------------------------------------------------------------------------
+# latency
+# ---------------------------------------------------------------------------
+def latency_text(table: pd.DataFrame) -> pd.DataFrame:
+    """Latency percentiles per model (and configuration, frame size, load), one column per percentile.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        ``experiment_<x>_latency.csv`` (:func:`nfvlab.latency.latency_percentiles`):
+        one row per point and percentile, values in ns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Text: the key columns present that vary (``model`` always; configuration
+        labels, ``frame size [B]``, ``goal``, ``load [% of rate]``), ``n``, then
+        one column per percentile ``"p50 [µs]"`` .. ``"p99.9 [µs]"``: mean over
+        repetitions [95 % CI] in microseconds (:func:`interval_text`). Keys with
+        one value in every row are left out and named in ``attrs["fixed"]``
+        (e.g. ``"goal ndr, pinning plan"``).
+    """
+    keys = [c for c in ["model", *results.CONFIG_LABELS, "frame_size", "goal", "load_fraction"] if c in table.columns]
+    fixed = {k: table[k].iloc[0] for k in keys[1:] if table[k].nunique(dropna=False) == 1 and len(table)}
+    keys = [k for k in keys if k not in fixed]
+    t = table.assign(load_fraction=table["load_fraction"] * 100) if "load_fraction" in table.columns else table
+    t = t.assign(cell=[interval_text(m, lo, hi) for m, lo, hi in zip(t["mean_ns"], t["ci_low_ns"], t["ci_high_ns"])])
+    order = list(dict.fromkeys(t["percentile"]))
+    wide = t.pivot_table(index=keys, columns="percentile", values="cell", aggfunc="first", sort=False)
+    n = t.groupby(keys, sort=False, dropna=False)["n"].max()
+    wide = wide.reindex(columns=order).join(n).reset_index()
+    out = pd.DataFrame({KEY_NAMES.get(k, k): wide[k].map(_plain) for k in keys})
+    out["n"] = wide["n"].map(_plain)
+    for p in order:
+        out[f"{p} [µs]"] = wide[p].fillna("—")
+    out.attrs["fixed"] = ", ".join(f"{KEY_NAMES.get(k, k)} {_plain(v)}" for k, v in fixed.items())
+    return out
+
+
+# ---------------------------------------------------------------------------
+# sections
+# ---------------------------------------------------------------------------
 def two_labs(tables_dir: PathLike = "data/tables") -> Optional[pd.DataFrame]:
     """Experiment A on the embedded lab and on the Kubernetes lab, side by side.
 
@@ -85,61 +507,129 @@ def two_labs(tables_dir: PathLike = "data/tables") -> Optional[pd.DataFrame]:
     return both
 
 
-class Section(NamedTuple):
-    """One item of the report, displayed in order."""
-
-    title: str
-    text: str
-    table: Optional[pd.DataFrame]
-    figures: list[Path]
-
-
-def _read(path: Path) -> pd.DataFrame:
-    return pd.read_csv(path, keep_default_na=True)
-
-
-def _not_realizable(frames: list[pd.DataFrame]) -> Optional[pd.DataFrame]:
-    """Rows of the experiment's tables without a value, with their status (the reason)."""
-    parts = [f[f["status"] != "measured"] for f in frames if "status" in f.columns]
-    parts = [p.dropna(axis=1, how="all") for p in parts if len(p)]
-    return pd.concat(parts, ignore_index=True) if parts else None
+def two_labs_text(both: pd.DataFrame) -> pd.DataFrame:
+    """:func:`two_labs` as text: NDR [kpps] mean [95 % CI] per lab ("—" and the reason where none), ratio."""
+    out = pd.DataFrame({"model": both["model"], "frame size [B]": both["frame_size"].map(_plain)})
+    for lab in ("embedded", "kubernetes"):
+        ok = both[f"{lab}_status"].eq("measured")
+        out[f"{lab} NDR [kpps] mean [95 % CI]"] = [
+            interval_text(m, lo, hi) if k else f"— ({status_kind(s)})"
+            for m, lo, hi, k, s in zip(both[f"{lab}_mean_pps"], both[f"{lab}_ci_low_pps"],
+                                       both[f"{lab}_ci_high_pps"], ok, both[f"{lab}_status"])]
+    out["Kubernetes / embedded"] = both["kubernetes_vs_embedded"].map(lambda v: "—" if _num(v) is None
+                                                                      else f"{v:.2f}")
+    why = [("; ".join(f"{lab}: {s}" for lab, s in (("embedded", e), ("kubernetes", k)) if s != "measured"))
+           for e, k in zip(both["embedded_status"], both["kubernetes_status"])]
+    if any(why):
+        out["why no value"] = why
+    return out.reset_index(drop=True)
 
 
-def _own_dir(base: Path, letter: str) -> Path:
-    own = base / f"experiment_{letter}"
-    return own if own.is_dir() else base
+def _table_sections(caption: str, table: pd.DataFrame, uid: str, text: str = "") -> list[Section]:
+    keys = [c for c in table.columns if c in KEY_NAMES.values()]
+    parts = split_columns(table, keys)
+    clipped = table.apply(lambda col: col.astype(str).str.contains(f"\\{CLIPPED_MARK},", regex=True)).any().any()
+    fixed = f"All rows: {table.attrs['fixed']}." if table.attrs.get("fixed") else ""
+    note = " ".join(x for x in (text, fixed, CLIPPED_NOTE if clipped else "") if x)
+    if len(parts) == 1:
+        return [Section(caption, note, styled(table, uid), [])]
+    return [Section(f"{caption} (part {i} of {len(parts)})", note if i == 1 else "",
+                    styled(part, f"{uid}p{i}"), []) for i, part in enumerate(parts, 1)]
 
 
-def experiment_sections(letter: str, tables_dir: PathLike, figures_dir: PathLike) -> list[Section]:
-    """The sections of one experiment: its text, each table, its figures, what was not realizable."""
+def experiment_sections(letter: str, tables_dir: PathLike, figures_dir: PathLike,
+                        records_dir: Optional[PathLike] = None) -> list[Section]:
+    """The sections of one experiment: its text and figures, each table formatted, latency, changes, gaps."""
     title, text = EXPERIMENTS[letter]
     # The DVC pipeline keeps each experiment's outputs in its own folder (experiment_<x>/).
     tables_dir, fig_dir = _own_dir(Path(tables_dir), letter), _own_dir(Path(figures_dir) / "experiments", letter)
-    figures = sorted(fig_dir.glob(f"experiment_{letter}_*.png"))
+    # Latency figures go with the latency table, the experiment's own figures with its text.
+    latency_figures = sorted(fig_dir.glob(f"experiment_{letter}_latency_*.png"))
+    figures = [f for f in sorted(fig_dir.glob(f"experiment_{letter}_*.png")) if f not in latency_figures]
     paths = [tables_dir / f"experiment_{letter}_{name}.csv" for name in TABLE_NAMES[letter]]
     if not any(p.exists() for p in paths):
         return [Section(title, f"{text}\n\n*Not run yet*: no `experiment_{letter}_*.csv` in `{tables_dir}`.",
                         None, [])]
     out = [Section(title, text, None, figures)]
+    rate = GOALS[letter].upper()
     frames = []
     for name, p in zip(TABLE_NAMES[letter], paths):
         if not p.exists():
             out.append(Section(CAPTIONS[name], f"*Not run yet*: `{p.name}` is missing.", None, []))
             continue
         frames.append(_read(p))
-        if name == "latency" and frames[-1].empty:
-            out.append(Section(CAPTIONS[name], "*No latency trials* in these records (probes off, or "
-                               "recorded before latency under load).", None, []))
+        if name == "latency":
+            if frames[-1]["mean_ns"].notna().any():
+                out += _table_sections(CAPTIONS[name], latency_text(frames[-1]), f"{letter}_{name}")
+                out[-1] = out[-1]._replace(figures=latency_figures)
+            else:
+                out.append(Section(CAPTIONS[name], "*No latency trials* in these records (probes off, or "
+                                   "recorded before latency under load).", None, []))
             continue
-        out.append(Section(CAPTIONS[name], "", frames[-1], []))
-    nr = _not_realizable(frames)
+        out += _table_sections(CAPTIONS[name], format_table(frames[-1], rate), f"{letter}_{name}")
+    records = _records_dir(tables_dir.parent if tables_dir.name == f"experiment_{letter}" else tables_dir,
+                           records_dir) / f"experiment_{letter}.jsonl"
+    if records.exists():
+        ch = run_changes(records, GOALS[letter])
+        head = f"{title.split(':')[0]}: changes against the previous run"
+        if ch.empty:
+            out.append(Section(head, "No previous completed run in the records to compare with.", None, []))
+        else:
+            n_flag = int(ch["flagged"].sum())
+            out.append(Section(
+                head, f"{n_flag} of {len(ch)} configurations changed their mean {rate} by more than "
+                      f"{CHANGE_FLAG:.0%} between run `{ch['previous_run'].iloc[0]}` and run "
+                      f"`{ch['latest_run'].iloc[0]}` of `{records.name}`"
+                      f"{' (listed below)' if n_flag else ''}. A large change between runs of the same code "
+                      "and host says this host's numbers move more than their intervals suggest.",
+                styled(changes_text(ch), f"{letter}_changes") if n_flag else None, []))
+    missing = [f[f["status"] != "measured"] for f in frames if "status" in f.columns]
+    n_missing = sum(len(m) for m in missing)
     out.append(Section(f"{title.split(':')[0]}: not realizable or not measured on this host",
-                       "Each row says why (the `status` column)." if nr is not None else
-                       "Every configuration was measured.", nr, []))
+                       f"{n_missing} configuration(s) without a value; the tables above show them as \"—\" "
+                       "with the reason in *why no value*." if n_missing else "Every configuration was measured.",
+                       None, []))
     return out
 
 
-def sections(tables_dir: PathLike = "data/tables", figures_dir: PathLike = "figures") -> list[Section]:
+def _provenance_sections(records_dir: Path) -> list[Section]:
+    prov = provenance_table(records_dir)
+    if prov.empty:
+        return [Section("Provenance of the local numbers",
+                        f"{SCOPE_NOTE}\n\n*Unknown*: no completed run in `{records_dir}`.", None, [])]
+    # Transposed (one column per experiment) so every field fits the page.
+    wide = prov.set_index("experiment").T.rename(index=_PROVENANCE_NAMES)
+    wide = wide.rename_axis(None, axis=1).reset_index().rename(columns={"index": "field"}).astype(str)
+    return [Section("Provenance of the local numbers", SCOPE_NOTE, styled(wide, "provenance"), [])]
+
+
+def _claims_sections(tables_dir: Path) -> list[Section]:
+    claims = claims_table(tables_dir)
+    if claims.empty:
+        return [Section("Claims summary", "*Not run yet*: no `experiment_<x>_claims.csv`.", None, [])]
+    text = ("How the draft's claims fare on this host: *holds* (every ordered pair supported, Holm-adjusted "
+            "p < 0.05), *contradicted* (a pair significantly reversed), *inconclusive* (neither), *not "
+            "testable* (a configuration the claim needs cannot run here; the reason is in *detail*).")
+    keep = ["experiment", "claim", "condition", "verdict", "test", "p_adjusted", "effect_size", "effect_size_kind",
+            "n"]
+    return [Section("Claims summary", text, styled(claims_summary(claims), "claims_summary"), []),
+            Section("Claims: verdict and p-value per claim", "p (Holm): the deciding pair's Holm-adjusted "
+                    "p-value; \"—\": no test (not testable).",
+                    styled(format_table(claims[[c for c in keep if c in claims.columns]]), "claims_all"), [])]
+
+
+def anchor(title: str) -> str:
+    """The id nbconvert gives the ``## title`` heading (spaces -> ``-``), percent-encoded for a link."""
+    return "#" + title.replace("%", "%25").replace(" ", "-").replace("(", "%28").replace(")", "%29")
+
+
+def contents(titles: Sequence[str]) -> str:
+    """The contents list (Markdown): one numbered link per section title."""
+    return "\n".join(f"{i}. [{t}]({anchor(t)})" for i, t in enumerate(titles, 1))
+
+
+def sections(tables_dir: PathLike = "data/tables", figures_dir: PathLike = "figures",
+             records_dir: Optional[PathLike] = None) -> list[Section]:
     """The whole report, in order.
 
     Parameters
@@ -148,30 +638,43 @@ def sections(tables_dir: PathLike = "data/tables", figures_dir: PathLike = "figu
         Where ``nfvlab analyze`` wrote ``experiment_<x>_<name>.csv``.
     figures_dir : path
         Holds ``experiments/experiment_<x>_*.png`` and ``reference/*.png``.
+    records_dir : path, optional
+        The raw records (``experiment_<x>.jsonl``), for the provenance and the
+        run-to-run changes; default ``<tables_dir>/../raw`` (``data/raw``).
 
     Returns
     -------
     list of Section
-        ``(title, text (Markdown), table or None, [png paths])``: the host note,
-        the published reference figures, then experiments A to D (each: text and
-        figures, every table, the rows not realizable with reasons; or "not run
-        yet").
+        ``(title, text (Markdown), table (Styler) or None, [png paths])``: the
+        provenance (from the records) with the scope note, the contents, the
+        claims summary and every claim's verdict and p-value, experiments A to
+        D (each: text and figures, every table formatted, latency percentiles,
+        changes against the previous run, the count of what has no value; or
+        "not run yet"), experiment A on two labs, then the published reference
+        figures last.
     """
-    ref = sorted((Path(figures_dir) / "reference").glob("*.png"))
-    out = [Section("Scope of the local numbers", HOST_NOTE, None, []),
-           Section("Published reference figures (seed documents, as published)",
-                   "The draft's Figures 10-17 and the density note's matrices, rendered from "
-                   "`data/reference/`." if ref else "*Not rendered yet* (`nfvlab figures reference`).",
-                   None, ref)]
+    rec_dir = _records_dir(tables_dir, records_dir)
+    body = _claims_sections(Path(tables_dir))
     for letter in EXPERIMENTS:
-        out += experiment_sections(letter, tables_dir, figures_dir)
+        body += experiment_sections(letter, tables_dir, figures_dir, rec_dir)
         if letter == "a":
             both = two_labs(tables_dir)
-            out.append(Section(
+            body.append(Section(
                 "Experiment A on two labs: the embedded lab and real Kubernetes pods",
                 "The same scenarios and params, realized as network namespaces (embedded lab) and as "
                 "pods with Multus secondary networks on a single-node Kubernetes cluster on this host, "
                 "with the same generator (`docs/kubernetes.md`). Models a lab cannot realize say why."
                 if both is not None else "*Not run yet*: the `experiment_kubernetes` and "
-                "`analysis_kubernetes` stages write `data/tables/experiment_a_kubernetes/`.", both, []))
-    return out
+                "`analysis_kubernetes` stages write `data/tables/experiment_a_kubernetes/`.",
+                styled(two_labs_text(both), "two_labs") if both is not None else None, []))
+    ref = sorted((Path(figures_dir) / "reference").glob("*.png"))
+    body.append(Section("Published reference figures (seed documents, as published)",
+                        "The draft's Figures 10-17 and the density note's matrices, rendered from "
+                        "`data/reference/`: the published testbeds, not this host." if ref else
+                        "*Not rendered yet* (`nfvlab figures reference`).", None, ref))
+    head = _provenance_sections(rec_dir)
+    # Contents: the headed items (experiments, claims, reference), not every table caption.
+    listed = [s.title for s in head + body if s.title.startswith(("Provenance", "Claims summary", "Experiment",
+                                                                   "Published"))
+              and not s.title.startswith(tuple(CAPTIONS.values()))]
+    return head + [Section("Contents", contents(listed), None, [])] + body

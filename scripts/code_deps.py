@@ -28,7 +28,7 @@ ENTRIES = {
     "experiment_kubernetes": None,
     "analysis": ["nfvlab.analysis"],
     "analysis_kubernetes": ["nfvlab.analysis"],
-    "report": ["nfvlab.report"],
+    "report": ["nfvlab.report", "nfvlab.notebook"],  # notebooks/report.py finds the root with it
 }
 #: Stages run through the CLI also depend on it (but not on everything it could import).
 CLI_STAGES = {"reference_figures", "calibration", "analysis", "analysis_kubernetes"}
@@ -36,17 +36,23 @@ CLI_STAGES = {"reference_figures", "calibration", "analysis", "analysis_kubernet
 DATA = {
     "nfvlab.traffic.embedded.binary": ["nfvlab/traffic/embedded/nfvlab_gen.c",
                                        "nfvlab/traffic/embedded/nfvlab_count.bpf.c",
-                                       "nfvlab/traffic/embedded/nfvlab_count.h"],
+                                       "nfvlab/traffic/embedded/nfvlab_count.h",
+                                       "nfvlab/traffic/embedded/nfvlab_tx.bpf.c",
+                                       "nfvlab/traffic/embedded/nfvlab_tx.h"],
     "nfvlab.labs.embedded.bpf": ["nfvlab/labs/embedded/bpf_src"],
     "nfvlab.traffic.trex.generator": ["nfvlab/traffic/trex/worker.py"],  # run by the TRex venv's python
 }
 
 
 def notebook_imports(paths) -> list[str]:
-    """nfvlab modules named in ``from nfvlab import x`` / ``import nfvlab.x`` lines of notebooks."""
+    """nfvlab modules named in ``from nfvlab import x`` / ``import nfvlab.x`` lines of notebooks
+    (``.ipynb``, or the py:percent ``.py`` the stages run: its lines are the code cells' and
+    the markdown cells' comments, which never start with ``from``/``import``)."""
     mods = set()
     for p in paths:
-        for cell in json.loads(Path(p).read_text())["cells"]:
+        cells = ([{"cell_type": "code", "source": Path(p).read_text()}] if str(p).endswith(".py")
+                 else json.loads(Path(p).read_text())["cells"])
+        for cell in cells:
             if cell["cell_type"] != "code":
                 continue
             for line in "".join(cell["source"]).splitlines():
@@ -99,7 +105,7 @@ def compress(files: set[Path]) -> list[str]:
 
 def expected() -> dict[str, list[str]]:
     graph = grimp.build_graph("nfvlab", cache_dir=None)
-    nbs = sorted((REPO / "notebooks").glob("experiment_*.ipynb"))
+    nbs = sorted((REPO / "notebooks").glob("experiment_*.py"))
     out = {}
     for stage, entries in ENTRIES.items():
         entries = entries or notebook_imports(nbs)

@@ -1,13 +1,38 @@
-"""Write the experiment notebooks B, C, D (run once by a developer; output is committed).
+"""Write every notebook of notebooks/ (the single source of their code; output is committed).
 
-They are deliberately thin: parameters, one library call that measures, and
-displays of library-made tables, so everything they do is reachable by tests.
+    python scripts/make_notebooks.py           # write notebooks/<name>.py and notebooks/<name>.ipynb
+    python scripts/make_notebooks.py --check   # exit 1 naming each notebook that differs
+
+Each notebook is a jupytext pair (notebooks/jupytext.toml): ``<name>.py`` in the
+py:percent format, with no notebook metadata and only the ``tags`` of cells, is what
+the DVC stages depend on and run (scripts/run_notebook.py); ``<name>.ipynb`` is what
+JupyterLab opens. Saving in JupyterLab rewrites both, and the ``.py`` stays byte for
+byte the same unless a cell's code or text changed, so opening, running or saving a
+notebook never makes a stage stale.
+
+The notebooks are deliberately thin: parameters, a move to the repository root
+(:func:`nfvlab.notebook.enter_repo_root`: JupyterLab starts the kernel in notebooks/),
+library calls, and displays of library-made tables and figures, so everything they
+do is reachable by tests.
 """
+from __future__ import annotations
+
+import sys
 from pathlib import Path
 
+import jupytext
 import nbformat as nbf
 
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+#: The py:percent text the stages depend on: cells and their tags, nothing volatile.
+TEXT_FORMAT = {"extension": ".py", "format_name": "percent"}
+TEXT_FILTERS = {"notebook_metadata_filter": "-all", "cell_metadata_filter": "tags,-all"}
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
 INTRO = {
+    "a": ("Experiment A: networking models x frame sizes (draft Appendix A, Figure 10)",
+          "Zero-loss throughput (NDR) of each container networking model over frame sizes, and one-way "
+          "latency under load, on the lab named by the params (the embedded local lab by default)."),
     "b": ("Experiment B: CPU pinning x NUMA with a noisy neighbour (draft Appendix B, Figure 13)",
           "One pod on the user-space vSwitch (OVS-DPDK with vhost-user, the local stand-in for the "
           "draft's VPP) next to a noisy-neighbour pod running stress-ng. CPU pinning none / shared / "
@@ -24,41 +49,149 @@ INTRO = {
 NOTE = ("**Local numbers describe this host** (a few vCPUs, veth links, the generator's calibrated "
         "ceiling), never the draft's 40 GbE testbed. Configurations this host cannot realize are "
         "listed with the reason instead of a value.")
+RUNNING = ("Run as is (JupyterLab, papermill) it measures a new run into `data/interactive/`, outside the "
+           "pipeline; `measure = False` with `records = \"data/raw/experiment_{x}.jsonl\"` shows the "
+           "pipeline's last run instead. `dvc repro` passes its own records file. Paths are relative to "
+           "the repository root, whatever directory the kernel started in.")
+ROOT = "root = notebook.enter_repo_root()  # JupyterLab starts the kernel in notebooks/: paths are the repository's"
 
 
-def notebook(letter: str) -> nbf.NotebookNode:
+def _parameters(lines: list[str]) -> nbf.NotebookNode:
+    cell = nbf.v4.new_code_cell("\n".join(["# Parameters (papermill overrides these)", *lines]))
+    cell.metadata["tags"] = ["parameters"]
+    return cell
+
+
+def experiment(letter: str) -> nbf.NotebookNode:
+    """Experiment ``letter``: measure (or not), then its tables, figures and claims."""
     title, text = INTRO[letter]
     nb = nbf.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    params = nbf.v4.new_code_cell(
-        "# Parameters (papermill overrides these)\n"
-        f'params_file = "params/quick/experiment_{letter}.yaml"\n'
-        'lab_file = "params/lab.yaml"  # the lab profile\n'
-        f'records = "data/raw/experiment_{letter}.jsonl"\n'
-        "overrides = {}  # merged into the params file, e.g. {\"repetitions\": 1}")
-    params.metadata["tags"] = ["parameters"]
     nb.cells = [
-        nbf.v4.new_markdown_cell(f"# {title}\n\n{text}\n\n{NOTE}"),
-        params,
+        nbf.v4.new_markdown_cell(f"# {title}\n\n{text}\n\n{NOTE}\n\n{RUNNING.format(x=letter)}"),
+        _parameters([
+            f'params_file = "params/quick/experiment_{letter}.yaml"',
+            'lab_file = "params/lab.yaml"  # the lab profile',
+            f'records = "data/interactive/experiment_{letter}.jsonl"',
+            "measure = True  # False: only show what `records` holds",
+            'overrides = {}  # merged into the params file, e.g. {"repetitions": 1}']),
         nbf.v4.new_code_cell(
-            "from IPython.display import Markdown, display\n\n"
-            "from nfvlab import analysis, experiment, results\n"
+            "from nfvlab import experiment, notebook, results\n"
             "from nfvlab import params as P\n\n"
+            f"{ROOT}\n"
             "p = P.load_experiment(params_file, lab_file, overrides)\n"
-            "run_id = experiment.run_experiment(p, records, source=params_file)\n"
-            "run_id"),
-        nbf.v4.new_markdown_cell("## Results (statistics over repetitions; published values beside)"),
-        nbf.v4.new_code_cell(
-            f'for name, table in analysis.tables("{letter}", records, p.models).items():\n'
-            "    display(Markdown(f\"### {name}\"))\n"
-            "    display(table)"),
+            "if measure:\n"
+            "    # Under dvc repro the progress lines go to the stage's log, not into the saved notebook.\n"
+            "    with notebook.progress_elsewhere():\n"
+            "        run_id = experiment.run_experiment(p, records, source=params_file)"),
         nbf.v4.new_markdown_cell("## Not realizable on this host (and failed searches)"),
         nbf.v4.new_code_cell("results.not_realizable_frame(records)"),
+        nbf.v4.new_markdown_cell("## Results: tables (statistics over repetitions; published values beside), "
+                                 "figures, claims"),
+        nbf.v4.new_code_cell(f'notebook.show(notebook.experiment_outputs("{letter}", records, p.models))'),
     ]
     return nb
 
 
+def reference() -> nbf.NotebookNode:
+    """The seed documents' published tables and figures."""
+    nb = nbf.v4.new_notebook()
+    nb.cells = [
+        nbf.v4.new_markdown_cell(
+            "# Reference data: what the seed documents published\n\n"
+            "The numbers every nfvlab reproduction is compared against: the draft's Figures 10-17 (40GbE "
+            "testbed, TRex) and the NFV service density note's MRR matrices (10GbE, nfvbench). They are "
+            "*published* values, transcribed in `data/reference/` (see `docs/reference-data.md`); nothing "
+            "here is measured on this host. The figures go to `out_dir` (default outside the pipeline's "
+            "`figures/reference`, which the `reference_figures` stage writes)."),
+        _parameters(['out_dir = "data/interactive/reference"', "dpi = 100"]),
+        nbf.v4.new_code_cell(
+            "from IPython.display import Image, display\n\n"
+            "from nfvlab import notebook, reference\n"
+            "from nfvlab.plots.reference import render_reference_figures\n\n"
+            f"{ROOT}\n"
+            "reference.table_names()"),
+        nbf.v4.new_markdown_cell("## Draft Figure 10: zero-loss throughput per networking model (Gbps)"),
+        nbf.v4.new_code_cell(
+            'reference.models_throughput().pivot(index="frame_size", columns="model", values="throughput_gbps")'),
+        nbf.v4.new_markdown_cell("## Draft Figure 13: CPU pinning x NUMA scenario at 1518 B (Gbps)"),
+        nbf.v4.new_code_cell(
+            'reference.pinning_numa().pivot(index="pinning", columns="scenario", values="throughput_gbps")'),
+        nbf.v4.new_markdown_cell("## Density note: which cells were measured, not measured, impossible"),
+        nbf.v4.new_code_cell(
+            'reference.density_mrr().groupby(["testbed", "status"]).size().unstack(fill_value=0)'),
+        nbf.v4.new_markdown_cell("## All reference figures"),
+        nbf.v4.new_code_cell(
+            "paths = render_reference_figures(root / out_dir, dpi=dpi)\n"
+            "for p in paths[:3]:\n"
+            "    display(Image(filename=str(p)))\n"
+            "[p.name for p in paths]"),
+    ]
+    return nb
+
+
+def report() -> nbf.NotebookNode:
+    """Every table and figure of the analyses (``nfvlab.report.sections``)."""
+    nb = nbf.v4.new_notebook()
+    nb.cells = [
+        nbf.v4.new_markdown_cell(
+            "# nfvlab report: experiments A-D beside the published results\n\n"
+            "Every experiment's tables, claims and figures, assembled from `data/tables`, `figures` and the "
+            "raw records' provenance (written by `nfvlab analyze`, `nfvlab figures reference` and the "
+            "experiment stages)."),
+        _parameters(['tables_dir = "data/tables"', 'figures_dir = "figures"', 'records_dir = "data/raw"']),
+        nbf.v4.new_code_cell(
+            "from IPython.display import Image, Markdown, display\n\n"
+            "from nfvlab import notebook, report\n\n"
+            f"{ROOT}\n"
+            "for title, text, table, figures in report.sections(tables_dir, figures_dir, records_dir):\n"
+            '    display(Markdown(f"## {title}\\n\\n{text}"))\n'
+            "    if table is not None:\n"
+            "        display(table)\n"
+            "    for png in figures:\n"
+            "        display(Image(filename=str(png)))"),
+    ]
+    return nb
+
+
+def notebooks() -> dict[str, nbf.NotebookNode]:
+    """Name -> notebook, every notebook of notebooks/."""
+    out = {f"experiment_{x}": experiment(x) for x in INTRO}
+    out["reference"] = reference()
+    out["report"] = report()
+    for nb in out.values():
+        nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    return out
+
+
+def text_of(nb: nbf.NotebookNode) -> str:
+    """The py:percent text of ``nb`` as the pairing writes it (what the stages depend on)."""
+    return jupytext.writes(nb, fmt={**TEXT_FORMAT, **TEXT_FILTERS})
+
+
+def _ipynb_of(nb: nbf.NotebookNode, name: str) -> str:
+    nb = nbf.from_dict(nb)
+    # Stable cell ids, so regenerating an unchanged notebook rewrites the same bytes.
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"{name.replace('_', '-')}-{i}"
+    return nbf.writes(nb) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    check = argv[:1] == ["--check"]
+    differ = []
+    for name, nb in notebooks().items():
+        for path, text in ((NOTEBOOKS / f"{name}.py", text_of(nb)), (NOTEBOOKS / f"{name}.ipynb", _ipynb_of(nb, name))):
+            if check:
+                if not path.exists() or path.read_text() != text:
+                    differ.append(path.name)
+            else:
+                path.write_text(text)
+    if differ:
+        print(f"make_notebooks: differ from scripts/make_notebooks.py: {', '.join(differ)} "
+              f"(run python scripts/make_notebooks.py)", file=sys.stderr)
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    out = Path(__file__).resolve().parents[1] / "notebooks"
-    for letter in INTRO:
-        nbf.write(notebook(letter), out / f"experiment_{letter}.ipynb")
+    sys.exit(main(sys.argv[1:]))

@@ -1,8 +1,16 @@
 """Run papermill under a guardian that hands SIGTERM/SIGINT to the notebook's kernel.
 
-    python scripts/run_notebook.py --no-progress-bar --log-output IN.ipynb OUT.ipynb -p key value ...
+    python scripts/run_notebook.py --no-progress-bar --log-output IN.py OUT.ipynb -p key value ...
 
-The arguments are papermill's. A CI timeout or a cancelled ``dvc repro`` sends
+The arguments are papermill's, with the input notebook before any option that
+takes a value. An input ``.py`` (a jupytext py:percent notebook, what the DVC
+stages depend on: notebooks/jupytext.toml) becomes a temporary ``.ipynb`` first,
+and the kernel starts in the ``.py``'s directory (as JupyterLab would) unless
+``--cwd`` is given. The experiment's progress lines do not land in the executed
+notebook: the kernel writes them to a file the guardian names in
+``NFVLAB_PROGRESS_FILE`` (:func:`nfvlab.notebook.progress_elsewhere`) and the
+guardian copies them to its own stderr as they come (``dvc repro`` shows them).
+ A CI timeout or a cancelled ``dvc repro`` sends
 SIGTERM (Ctrl-C: SIGINT) to this process; bare papermill would then shut the
 kernel down without the lab in it tearing down (namespaces, daemons and the
 state record stayed). The guardian runs papermill in its own session, so the
@@ -19,11 +27,66 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Optional, TextIO
 
 GRACE_S = 120.0
 """How long the kernel gets to tear its lab down after a signal, s."""
+PROGRESS_ENV = "NFVLAB_PROGRESS_FILE"
+"""= nfvlab.notebook.PROGRESS_ENV (not imported: the guardian stays independent of nfvlab)."""
+
+
+def input_index(papermill_args: list[str]) -> Optional[int]:
+    """Index of the input notebook: the first argument that is not an option (None: none)."""
+    return next((i for i, a in enumerate(papermill_args) if not a.startswith("-")), None)
+
+
+def ipynb_from_text(source: Path, workdir: Path) -> Path:
+    """The notebook of a jupytext text file (cells and tags as written), saved as ``workdir/<stem>.ipynb``."""
+    import jupytext
+    import nbformat
+
+    nb = jupytext.read(source)
+    nb.metadata.pop("jupytext", None)
+    nb.metadata.setdefault("kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"})
+    out = workdir / f"{source.stem}.ipynb"
+    nbformat.write(nb, out)
+    return out
+
+
+def prepare(papermill_args: list[str], workdir: Path) -> list[str]:
+    """``papermill_args`` with an input ``.py`` replaced by its notebook (and ``--cwd`` its directory)."""
+    i = input_index(papermill_args)
+    if i is None or not papermill_args[i].endswith(".py"):
+        return list(papermill_args)
+    source = Path(papermill_args[i])
+    args = [*papermill_args[:i], str(ipynb_from_text(source, workdir)), *papermill_args[i + 1:]]
+    if "--cwd" not in args:
+        args += ["--cwd", str(source.resolve().parent)]
+    return args
+
+
+class Tail:
+    """Copies what is appended to a file to a stream (the progress lines, to stderr)."""
+
+    def __init__(self, path: Path, stream: TextIO) -> None:
+        self.path, self.stream, self.offset = path, stream, 0
+
+    def pump(self) -> None:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return
+        # Whole lines only: a line being written is copied on the next pump.
+        end = data.rfind(b"\n") + 1
+        if end:
+            self.stream.write(data[:end].decode(errors="replace"))
+            self.stream.flush()
+            self.offset += end
 
 
 def children(pid: int) -> list[int]:
@@ -76,10 +139,16 @@ def run(papermill_args: list[str], grace_s: float = GRACE_S) -> int:
         received.append(signum)
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    work = tempfile.TemporaryDirectory(prefix="run_notebook-")
+    progress = Tail(Path(work.name) / "progress.log", sys.stderr)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "papermill", *papermill_args], start_new_session=True)
+        args = prepare(papermill_args, Path(work.name))
+        env = {**os.environ, PROGRESS_ENV: str(progress.path)}
+        proc = subprocess.Popen([sys.executable, "-m", "papermill", *args], start_new_session=True, env=env)
         while proc.poll() is None and not received:
+            progress.pump()
             time.sleep(0.1)
+        progress.pump()
         if not received:
             return proc.returncode
         # The kernel's own lab turns SIGTERM into teardown; papermill then ends by itself.
@@ -87,6 +156,7 @@ def run(papermill_args: list[str], grace_s: float = GRACE_S) -> int:
         _signal_all([p for p in tree if is_kernel(p)], signal.SIGTERM)
         deadline = time.monotonic() + grace_s
         while proc.poll() is None and time.monotonic() < deadline:
+            progress.pump()
             time.sleep(0.1)
         left = ([proc.pid] if proc.poll() is None else []) + descendants(proc.pid) + \
             [p for p in tree if Path(f"/proc/{p}").exists()]
@@ -96,6 +166,8 @@ def run(papermill_args: list[str], grace_s: float = GRACE_S) -> int:
               f"(papermill exit {proc.returncode})", file=sys.stderr)
         return 128 + received[0]
     finally:
+        progress.pump()
+        work.cleanup()
         for s, h in old.items():
             signal.signal(s, h)
 

@@ -48,7 +48,17 @@ fi
 # 3. The TRex client's own environments (its bundled zmq/yaml/scapy must not meet Jupyter's).
 bash scripts/setup-trex.sh --v2
 
-# 4. Compile the embedded traffic generator now rather than in the first trial.
+# 4. DVC's default remote is a local directory (.dvc/config): create it, so `dvc push` and
+#    `dvc pull` work on a fresh clone (a pull from an empty remote then names the missing files).
+remote=$(.venv/bin/dvc remote default 2>/dev/null || true)
+url=$( [ -n "$remote" ] && .venv/bin/dvc config "remote.$remote.url" 2>/dev/null || true)
+case "$url" in
+  /*) mkdir -p "$url" ;;
+  "") ;;
+  *) echo "setup: note: DVC remote $remote is $url (not a local directory): not created" ;;
+esac
+
+# 5. Compile the embedded traffic generator now rather than in the first trial.
 .venv/bin/python -c 'from nfvlab.traffic.embedded import gen_binary; gen_binary()' || \
   echo "setup: note: traffic generator not compiled yet (see the error above)"
 echo "setup: done"

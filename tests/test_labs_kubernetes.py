@@ -21,8 +21,9 @@ from nfvlab import params as P
 from nfvlab.labs import LabError
 from nfvlab.labs.kubernetes import backend as kb
 from nfvlab.labs.kubernetes import render
-from nfvlab.scenario import Resources, Scenario
+from nfvlab.scenario import DensityCell, Resources, Scenario
 from nfvlab.system import netns as nl
+from nfvlab.system.hostlock import HostLock
 
 NICS = ["nfvkn0", "nfvkn1"]
 
@@ -131,11 +132,67 @@ def test_device_plugin_resources_and_calico_vpp_memif_render_strictly_valid():
 def test_the_profile_alone_says_what_cannot_run_once_without_a_cluster():
     lab = kb.KubernetesLab(P.LabParams(kind="kubernetes", kubernetes=_kparams()))
     assert lab.check(Scenario("chain-userspace")) == [
-        "chain-userspace cannot run on this cluster: two-pod chains are not mapped to Kubernetes in this "
-        "nfvlab version"]
+        "chain-userspace cannot run on this cluster: chain-userspace chains user-space (DPDK) pods through a "
+        "vSwitch; nfvlab's Kubernetes pods are kernel forwarders (a kernel chain: a csp density cell of "
+        "macvlan, linux-bridge, smartnic-direct)"]
+    why = {str(d): lab.check(Scenario("macvlan", density=d))[0].split(": ", 1)[1]
+           for d in (DensityCell("csc", 1, 2), DensityCell("csp", 2, 2))}
+    assert why == {
+        "csc 1x2": "csc steers each NF's output back through the worker's router (policy routing), which nfvlab "
+                   "maps to no Kubernetes object; csp (pod-to-pod links) is mapped",
+        "csp 2x2": "2 instances need the worker's ECMP router to spread flows over the chains; nfvlab maps one "
+                   "instance (a chain of nfs pods) per run on Kubernetes"}
+    assert lab.check(Scenario("sriov", density=DensityCell("csp", 1, 2))) == [
+        "sriov csp 1x2 cannot run on this cluster: density chains are mapped for the kernel models macvlan, "
+        "linux-bridge, smartnic-direct, not sriov"]
+    split = kb.KubernetesLab(P.LabParams(kind="kubernetes", kubernetes=_kparams(
+        placement={"pod2": {"node": "worker-2"}})))
+    assert split.check(Scenario("macvlan", density=DensityCell("csp", 1, 2))) == [
+        "macvlan csp 1x2 cannot run on this cluster: a chain's pod-to-pod links are bridges on one node: "
+        "give pod1, pod2 the same kubernetes.placement"]
     assert lab.check(Scenario("macvlan", Resources(noisy_load_pct=50))) == [
         "macvlan cannot run on this cluster: the noisy neighbour needs an image with stress-ng "
         "(kubernetes.noisy_image)"]
+
+
+@pytest.mark.parametrize("model", render.CHAIN_MODELS)
+def test_a_csp_cell_renders_a_chain_of_pods_wired_pod_to_pod_through_link_bridges(model):
+    kp = _kparams()
+    objects = render.manifests(Scenario(model, density=DensityCell("csp", 1, 3)), kp, "abc123")
+    assert [p for o in objects for p in render.validate(o, kp)] == []
+    nads = {o["metadata"]["name"]: json.loads(o["spec"]["config"]) for o in objects
+            if o["kind"] == "NetworkAttachmentDefinition"}
+    assert sorted(nads) == sorted([f"{model}-0", f"{model}-1", "link1-a", "link1-b", "link2-a", "link2-b"])
+    # one bridge per link, both ends on it, a /30 each side in the benchmarking range
+    assert {n: (c["bridge"], c["ipam"]["addresses"][0]["address"]) for n, c in nads.items()
+            if n.startswith("link")} == {
+        "link1-a": ("nfvkabc123l1", "198.18.121.1/30"), "link1-b": ("nfvkabc123l1", "198.18.121.2/30"),
+        "link2-a": ("nfvkabc123l2", "198.18.122.1/30"), "link2-b": ("nfvkabc123l2", "198.18.122.2/30")}
+    pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}
+    wiring = {n: [x["name"] for x in json.loads(o["metadata"]["annotations"][render.NETWORKS_ANNOTATION])]
+              for n, o in pods.items()}
+    assert wiring == {"pod1": [f"{model}-0", "link1-a"], "pod2": ["link1-b", "link2-a"],
+                      "pod3": ["link2-b", f"{model}-1"]}
+    script = {n: o["spec"]["containers"][0]["command"][2] for n, o in pods.items()}
+    assert "ip route replace 198.19.2.0/24 via 198.18.121.2 dev eth2" in script["pod1"]
+    assert "ip route replace 198.19.1.0/24 via 198.18.121.1 dev eth1" in script["pod2"]
+    assert "ip route replace 198.19.2.0/24 via 198.18.122.2 dev eth2" in script["pod2"]
+    assert "arp -i eth2 -s 198.18.2.1 02:00:00:00:aa:02" in script["pod3"] and "arp" not in script["pod2"]
+    probe = pods["pod2"]["spec"]["containers"][0]["readinessProbe"]["exec"]["command"][2]
+    assert "ping -c 1 -W 1 198.18.121.1" in probe and "ping -c 1 -W 1 198.18.122.2" in probe
+
+
+def test_cli_renders_a_chain_and_refuses_what_is_not_mapped_in_one_line():
+    out = nfvlab_cli("lab", "render", "--lab-profile", "params/lab.kubernetes.yaml", "--model", "linux-bridge",
+                     "--density", "csp:1x2", check=True)
+    docs = list(yaml.safe_load_all(out.stdout))
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Pod"] == ["pod1", "pod2"]
+    for args, match in ((["--density", "csc:1x2"], "cannot run on this cluster: csc steers"),
+                        (["--density", "csp:1x11"], "--density 'csp:1x11': use TOPO:IxN"),
+                        (["--density", "csp-1x2"], "--density 'csp-1x2': use TOPO:IxN")):
+        bad = nfvlab_cli("lab", "render", "--lab-profile", "params/lab.kubernetes.yaml", "--model", "macvlan", *args)
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+        assert match in bad.stderr, bad.stderr
 
 
 def test_node_nic_driver_and_offloads_and_cni_conf_are_read_from_this_host(tmp_path):
@@ -255,8 +312,11 @@ def _namespaces(k8s) -> list[str]:
 def _nothing_left(k8s):
     assert _namespaces(k8s) == []
     assert not any(nl.link_exists(None, n) for n in NICS)
-    assert list(kb.labs_dir().glob("*.json")) == [] if kb.labs_dir().exists() else True
-    assert lab_residue() == NO_RESIDUE
+    assert list(kb.labs_dir().iterdir()) == [] if kb.labs_dir().exists() else True  # no record, no .tmp
+    # Under the host lock: an embedded lab of another process (it holds the lock while it lives) is
+    # not this test's residue.
+    with HostLock("test_labs_kubernetes: residue check"):
+        assert lab_residue() == NO_RESIDUE
 
 
 @pytest.mark.lab
@@ -285,6 +345,35 @@ def test_a_trial_through_a_kubernetes_pod_counts_exactly(cluster, clean_host, mo
     assert {n: d["driver"] for n, d in info["node_nics"].items()} == {NICS[0]: "veth", NICS[1]: "veth"}
     assert info["kubelet"]["topologyManagerPolicy"] == "single-numa-node"
     assert info["node_labels"]["kubernetes.io/hostname"] == cluster.node_name
+    _nothing_left(cluster)
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+@pytest.mark.parametrize("model", ["linux-bridge", "macvlan"])
+def test_a_trial_through_a_two_pod_chain_counts_exactly(cluster, clean_host, model):
+    """A csp 1x2 cell: pod1 -> link bridge -> pod2, real pods; pod1 has no interface towards generator
+    port 1, so every frame counted there went through pod2."""
+    from nfvlab.traffic.embedded import EmbeddedGenerator
+    from nfvlab.trial import run_trial
+
+    backend = _lab(cluster)
+    scenario = Scenario(model, density=DensityCell("csp", 1, 2))
+    assert backend.check(scenario) == []
+    with backend.open(scenario) as session:
+        info = session.info
+        link = render.link_bridge_name(info["run_id"], 1)
+        assert nl.link_exists(None, link)          # made by the bridge CNI on the node (this host)
+        gen = EmbeddedGenerator(session.streams, latency_pps=100)
+        result = run_trial(gen, 4000, 1.0, 128)
+    for d in result.directions:
+        assert d.intended_packets == d.sent_packets == d.received_packets == 4000, d
+    assert info["chains"] == [["pod1", "pod2"]]
+    assert info["placement"] == {"pod1": cluster.node_name, "pod2": cluster.node_name}
+    assert all(0 < info["pods"][n]["delete_s"] for n in ("pod1", "pod2"))
+    # direction 0 enters at pod1's eth1, direction 1 at pod2's eth2: two different pods
+    assert session.streams[0].dmac != session.streams[1].dmac
+    assert not nl.link_exists(None, link)
     _nothing_left(cluster)
 
 
@@ -351,6 +440,83 @@ def test_kill9_then_lab_clean_removes_the_namespace_and_the_host_links(cluster, 
     _nothing_left(cluster)
 
 
+def _tearing_down(k8s) -> bool:
+    """Is a run's teardown under way (its pods or namespace being deleted)?"""
+    from kubernetes import client
+
+    core = client.CoreV1Api(k8s.api_client())
+    for ns in core.list_namespace().items:
+        if not ns.metadata.name.startswith("nfvlab-"):
+            continue
+        if ns.metadata.deletion_timestamp or any(
+                p.metadata.deletion_timestamp for p in core.list_namespaced_pod(ns.metadata.name).items):
+            return True
+    return False
+
+
+def _pod1_exists(k8s) -> bool:
+    from kubernetes import client
+
+    core = client.CoreV1Api(k8s.api_client())
+    return any(p.metadata.name == "pod1" for ns in _namespaces(k8s)
+               for p in core.list_namespaced_pod(ns).items)
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+@pytest.mark.parametrize("sig,when", [(signal.SIGTERM, "set-up"), (signal.SIGINT, "set-up"),
+                                      (signal.SIGTERM, "wait"), (signal.SIGINT, "wait")])
+def test_a_signal_during_set_up_or_the_readiness_wait_tears_down_and_fails(cluster, clean_host, tmp_path,
+                                                                          sig, when):
+    """SIGTERM/SIGINT to `nfvlab trial` on the Kubernetes lab while it creates objects (the namespace
+    exists) or waits for pod1 to be Ready: exit 130, one line, nothing left on the API server or the
+    host; a second signal while teardown runs does not abort it."""
+    # The image is not there (pull policy Never): pod1 stays Pending, so the run sits in its
+    # readiness wait loop until it is signalled (the timeout is far away).
+    profile = tmp_path / "lab.k8s.yaml"
+    profile.write_text(yaml.safe_dump(_lab_params(
+        cluster, image="nfvlab.local/no-such-image:1", ready_timeout_s=300).model_dump(exclude_none=True)))
+    cmd = [str(REPO / ".venv/bin/nfvlab"), "trial", "--lab-profile", str(profile), "--model", "linux-bridge",
+           "--rate-pps", "1000", "--duration-s", "0.5"]
+    # faulthandler: a run that hangs is made to print where (SIGABRT) instead of being killed blind.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                            env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+    try:
+        reached = _namespaces if when == "set-up" else _pod1_exists
+        deadline = time.monotonic() + 60
+        while not reached(cluster):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02 if when == "set-up" else 0.2)
+        if when == "wait":
+            time.sleep(1.0)  # well inside the wait loop
+        proc.send_signal(sig)
+        second = False
+        deadline = time.monotonic() + 10
+        while proc.poll() is None and time.monotonic() < deadline:
+            if _tearing_down(cluster):
+                proc.send_signal(sig)  # teardown is running under signals.deferred()
+                second = True
+                break
+            time.sleep(0.02)
+        try:
+            out, err = proc.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            out, err = proc.communicate(timeout=30)
+            raise AssertionError("the run did not end after the signal:\n" + err) from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            nfvlab_cli("lab", "clean")
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "nfvlab: interrupted; the lab was torn down", err
+    assert "Traceback" not in err, err
+    if when == "wait":
+        assert second, "teardown was never seen running"
+    _nothing_left(cluster)
+
+
 @pytest.mark.lab
 @pytest.mark.k8s
 def test_experiment_a_runs_on_the_kubernetes_lab_with_records_and_provenance(cluster, clean_host, tmp_path):
@@ -390,6 +556,11 @@ def test_the_cli_runs_a_trial_on_the_lab_a_profile_names(cluster, clean_host, tm
     d = json.loads(out.stdout)
     assert [x["received_packets"] for x in d["directions"]] == [1500, 1500]
     assert d["extra"]["model"] == "smartnic-direct"
+    # a 2-pod chain (csp 1x2 cell) from the command line, host-device at both ends
+    out = nfvlab_cli("trial", "--lab-profile", str(profile), "--model", "smartnic-direct", "--density", "csp:1x2",
+                     "--rate-pps", "3000", "--duration-s", "0.5", "--json", timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert [x["received_packets"] for x in json.loads(out.stdout)["directions"]] == [1500, 1500]
     _nothing_left(cluster)
 
 

@@ -1,13 +1,75 @@
-"""Notebooks run top to bottom under papermill with injected parameters (really executed)."""
+"""Notebooks run top to bottom under papermill with injected parameters (really executed).
+
+They run as JupyterLab runs them: the kernel starts in notebooks/ (scripts/run_notebook.py
+does the same for a .py), and every default path still means the repository's.
+"""
+import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import jupytext
 import nbformat
 import papermill as pm
 
 from conftest import clean_host  # noqa: F401  (fixture)
+from test_analysis import _latency_records
 
 REPO = Path(__file__).resolve().parents[1]
+NAMES = ["experiment_a", "experiment_b", "experiment_c", "experiment_d", "reference", "report"]
+sys.path.insert(0, str(REPO / "scripts"))
+import make_notebooks  # noqa: E402
+
+
+def _scratch(tmp_path) -> Path:
+    """A repository root with the notebooks and params (the kernel imports nfvlab from the checkout)."""
+    root = tmp_path / "repo"
+    for d in ("notebooks", "params"):
+        shutil.copytree(REPO / d, root / d)
+    shutil.copy2(REPO / "dvc.yaml", root / "dvc.yaml")
+    return root
+
+
+def _guarded(source: Path, out: Path, *params: str, cwd=REPO) -> subprocess.CompletedProcess:
+    """scripts/run_notebook.py on a notebook's .py, as the DVC stages run it."""
+    args = [a for k, v in zip(params[::2], params[1::2]) for a in ("-p", k, v)]
+    return subprocess.run([sys.executable, str(REPO / "scripts/run_notebook.py"), "--no-progress-bar", str(source),
+                           str(out), *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def _outputs(nb_path: Path) -> tuple[str, list[str], list[dict]]:
+    """(every text and HTML output joined, MIME types in order, error outputs) of an executed notebook."""
+    nb = nbformat.read(nb_path, as_version=4)
+    outs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    text = "".join(str(o.get("text", "")) + "".join(str(v) for k, v in o.get("data", {}).items()
+                                                     if k in ("text/plain", "text/html", "text/markdown"))
+                   for o in outs)
+    mimes = [k for o in outs for k in o.get("data", {}) if k in ("image/png", "text/html")]
+    return text, mimes, [o for o in outs if o.get("output_type") == "error"]
+
+
+def test_committed_notebooks_are_what_make_notebooks_writes():
+    assert make_notebooks.main(["--check"]) == 0
+    assert sorted(p.stem for p in (REPO / "notebooks").glob("*.py")) == sorted(NAMES)
+    assert sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb")) == sorted(NAMES)
+
+
+def test_the_text_the_stages_depend_on_holds_no_volatile_metadata():
+    for name in NAMES:
+        text = (REPO / f"notebooks/{name}.py").read_text()
+        assert text.startswith("# %% [markdown]\n"), name  # no jupytext/kernelspec header
+        # The same code and tags as the .ipynb JupyterLab opens.
+        ipynb = nbformat.read(REPO / f"notebooks/{name}.ipynb", as_version=4)
+        assert make_notebooks.text_of(ipynb) == text, name
+
+
+def test_every_notebook_has_a_tagged_parameters_cell():
+    for name in NAMES:
+        for nb in (nbformat.read(REPO / f"notebooks/{name}.ipynb", as_version=4),
+                   jupytext.read(REPO / f"notebooks/{name}.py")):
+            assert any("parameters" in c.metadata.get("tags", []) for c in nb.cells), name
 
 
 def test_reference_notebook_executes_with_parameters(tmp_path):
@@ -19,33 +81,77 @@ def test_reference_notebook_executes_with_parameters(tmp_path):
     nb = nbformat.read(out_nb, as_version=4)
     assert any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
     assert len(list(fig_dir.glob("*.png"))) == 12
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-              if o.get("output_type") == "error"]
+    assert not _outputs(out_nb)[2]
+
+
+def test_reference_notebook_started_in_notebooks_writes_under_the_repository_root(tmp_path):
+    root = _scratch(tmp_path)
+    r = _guarded(root / "notebooks/reference.py", tmp_path / "out.ipynb", "dpi", "40", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len(list((root / "data/interactive/reference").glob("*.png"))) == 12
+    assert not (root / "notebooks/figures").exists() and not (root / "notebooks/data").exists()
+
+
+def _synthetic_a(root: Path) -> Path:
+    scales = {(f, rep): int((1 + 4 * f) * (10 + rep)) for f in (0.0, 0.5) for rep in range(3)}
+    return _latency_records(root / "data/raw/experiment_a.jsonl", scales)
+
+
+def test_experiment_notebook_from_notebooks_shows_tables_figures_and_claims_last(tmp_path):
+    root = _scratch(tmp_path)
+    _synthetic_a(root)
+    out = tmp_path / "a.ipynb"
+    # Relative paths are the repository's, though the kernel starts in notebooks/.
+    r = _guarded(root / "notebooks/experiment_a.py", out, "records", "data/raw/experiment_a.jsonl",
+                 "measure", "False", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    text, mimes, errors = _outputs(out)
     assert not errors
+    assert "image/png" in mimes and mimes[-1] == "text/html"  # figures, then the claims table
+    last = nbformat.read(out, as_version=4).cells[-1].outputs
+    headings = [o["data"]["text/markdown"] for o in last if "text/markdown" in o.get("data", {})]
+    assert headings[0] == "### throughput" and headings[-1].startswith("### claims")
+    assert "p99_us" in text and "p99_ns" not in text  # the unit the values are in
 
 
-def test_every_notebook_has_a_tagged_parameters_cell():
-    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
-        assert any("parameters" in c.metadata.get("tags", []) for c in nb.cells), path.name
+def test_report_notebook_started_in_notebooks_finds_the_tables(tmp_path):
+    from nfvlab import analysis
+
+    root = _scratch(tmp_path)
+    records = _synthetic_a(root)
+    analysis.write_experiment("a", records, ["macvlan"], root / "data/tables/experiment_a",
+                              root / "figures/experiments/experiment_a", root / "metrics/experiment_a.json")
+    out = tmp_path / "report.ipynb"
+    r = _guarded(root / "notebooks/report.py", out, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    text, mimes, errors = _outputs(out)
+    assert not errors and "image/png" in mimes  # experiment A's figures, found from notebooks/
+    assert "macvlan" in text
 
 
 def test_experiment_a_notebook_runs_a_tiny_grid_on_the_embedded_lab(tmp_path, clean_host):
     out_nb = tmp_path / "a.out.ipynb"
     records = tmp_path / "a.jsonl"
     tiny = {"models": ["host-routing", "sriov"], "repetitions": 1, "traffic": {"frame_sizes": [256]},
-            "trial": {"duration_s": 0.3},
+            "trial": {"duration_s": 0.3}, "latency_load_fractions": [0.0],
             "search": {"method": "rfc2544", "relative_width": 0.2, "min_rate_pps": 2000,
                        "max_rate_pps": 10000, "final_trial_duration_s": 0.3, "initial_trial_duration_s": 0.3,
                        "duration_sum_s": 0.3}}
-    pm.execute_notebook(str(REPO / "notebooks/experiment_a.ipynb"), str(out_nb),
-                        parameters={"records": str(records), "overrides": tiny}, cwd=str(REPO),
-                        kernel_name="python3", progress_bar=False)
+    # As the experiment@a stage runs it: the .py through the guardian.
+    r = subprocess.run([sys.executable, str(REPO / "scripts/run_notebook.py"), "--no-progress-bar",
+                        str(REPO / "notebooks/experiment_a.py"), str(out_nb), "-p", "records", str(records),
+                        "-y", json.dumps({"overrides": tiny})], cwd=REPO, capture_output=True, text=True,
+                       timeout=600, env={**os.environ})
+    assert r.returncode == 0, r.stderr[-3000:]
     from nfvlab import results
 
     s = results.searches_frame(records)
     assert list(s["model"]) == ["host-routing"] and s["throughput_pps"].iloc[0] == 10000
     assert list(results.not_realizable_frame(records)["model"]) == ["sriov"]
+    # Progress lines reach the guardian's stderr (the stage's log), not the saved notebook.
+    assert "a-networking-models: 1/1 " in r.stderr
+    text, mimes, errors = _outputs(out_nb)
+    assert not errors and "a-networking-models:" not in text and "image/png" in mimes
 
 
 TINY_SEARCH = {"method": "rfc2544", "relative_width": 0.2, "min_rate_pps": 2000, "max_rate_pps": 10000,
@@ -119,3 +225,29 @@ def test_experiment_d_notebook_measures_a_density_corner(tmp_path, clean_host):
     assert set(s["instances"]) == {2} and set(s["nfs"]) == {2}
     assert (s["throughput_pps"] == 5000).all()  # far below capacity: everything arrives
     assert nr.empty
+
+
+def test_the_guardian_runs_a_py_as_its_notebook_from_its_directory_and_copies_whole_progress_lines(tmp_path):
+    import io
+
+    import run_notebook
+
+    args = run_notebook.prepare(["--no-progress-bar", str(REPO / "notebooks/report.py"), "out.ipynb",
+                                 "-p", "tables_dir", "x.py"], tmp_path)
+    assert args[1] == str(tmp_path / "report.ipynb") and args[2:6] == ["out.ipynb", "-p", "tables_dir", "x.py"]
+    assert args[-2:] == ["--cwd", str(REPO / "notebooks")]
+    nb = nbformat.read(args[1], as_version=4)
+    assert nb.metadata["kernelspec"]["name"] == "python3" and "jupytext" not in nb.metadata
+    assert [c.source for c in nb.cells] == [c.source for c in jupytext.read(REPO / "notebooks/report.py").cells]
+    assert run_notebook.prepare(["in.ipynb", "out.ipynb", "--cwd", "/"], tmp_path) == ["in.ipynb", "out.ipynb",
+                                                                                       "--cwd", "/"]
+    log, err = tmp_path / "progress.log", io.StringIO()
+    tail = run_notebook.Tail(log, err)
+    tail.pump()  # nothing written yet
+    log.write_text("a: 1/2 done\na: 2/")
+    tail.pump()
+    assert err.getvalue() == "a: 1/2 done\n"
+    with log.open("a") as f:
+        f.write("2 done\n")
+    tail.pump()
+    assert err.getvalue() == "a: 1/2 done\na: 2/2 done\n"

@@ -28,7 +28,9 @@ def test_every_stage_lists_the_import_closure_of_its_code():
 
 def test_the_closure_follows_imports_and_package_data():
     want = code_deps.expected()
-    assert "nfvlab/labs" in want["experiment"] and "nfvlab/traffic" in want["calibration"]
+    # A directory when all of it is needed, else its files (a module no stage imports stays out).
+    assert any(p == "nfvlab/labs" or p.startswith("nfvlab/labs/embedded/lab.py") for p in want["experiment"])
+    assert "nfvlab/traffic" in want["calibration"] or "nfvlab/traffic/embedded" in want["calibration"]
     assert not any(p.startswith("nfvlab/labs") for p in want["analysis"])  # analysis never needs a lab
     assert "nfvlab/stats.py" in want["report"] and "nfvlab/stats.py" not in want["calibration"]
 
@@ -38,16 +40,21 @@ def _run(args, cwd, **kw):
                           **kw)
 
 
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory):
-    root = copy_checkout(tmp_path_factory.mktemp("pipeline") / "repo")
+def locked_copy(root: Path) -> Path:
+    """A copy of the checkout at ``root`` with a dvc.lock matching its files (outputs absent):
+    what a finished `dvc repro` would leave."""
+    copy_checkout(root)
     _run(["git", "init", "-q"], root)
-    # A lock matching these files (outputs absent): what a finished `dvc repro` would leave.
     code = ("from dvc.repo import Repo\nrepo = Repo('.')\nwith repo.lock:\n"
             "    for st in repo.index.stages:\n        st.save_deps(allow_missing=True)\n"
             "        st.dump(update_pipeline=False)\n")
     _run([sys.executable, "-c", code], root)
     return root
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    return locked_copy(tmp_path_factory.mktemp("pipeline") / "repo")
 
 
 def _stale(root) -> dict[str, set]:
@@ -88,16 +95,26 @@ def _append(text):
     ("nfvlab/labs/embedded/bpf_src/tc_redirect.c", EXPERIMENTS | {"calibration"}),
     ("nfvlab/report.py", {"report"}),
     ("nfvlab/plots/heatmap.py", ANALYSES | EXPERIMENTS | {"report", "reference_figures"}),
-    ("notebooks/experiment_c.ipynb", {"experiment@c"}),
-    ("notebooks/experiment_a.ipynb", {"experiment@a", "experiment_kubernetes"}),
+    ("nfvlab/notebook.py", EXPERIMENTS | {"report"}),
+    # The stages run the notebooks' jupytext text; the .ipynb JupyterLab saves is no dependency.
+    ("notebooks/experiment_c.py", {"experiment@c"}),
+    ("notebooks/experiment_a.py", {"experiment@a", "experiment_kubernetes"}),
+    ("notebooks/report.py", {"report"}),
+    ("notebooks/experiment_a.ipynb", set()),
+    ("notebooks/report.ipynb", set()),
     ("scripts/k8s/experiment.py", {"experiment_kubernetes"}),
+    ("scripts/run_notebook.py", EXPERIMENTS | {"report"}),
 ])
 def test_editing_code_makes_exactly_the_stages_that_use_it_stale(scratch, path, expected):
     edit = _append("\n// edited\n" if path.endswith(".c") else "\n# edited\n")
     if path.endswith(".ipynb"):
-        def edit(p):
+        def edit(p):  # what JupyterLab's autosave adds after a run
             nb = json.loads(p.read_text())
-            nb["cells"].append({"cell_type": "markdown", "metadata": {}, "source": ["edited"], "id": "edited"})
+            nb["metadata"]["language_info"] = {"name": "python", "version": "3.11.2"}
+            for cell in nb["cells"]:
+                if cell["cell_type"] == "code":
+                    cell["outputs"], cell["execution_count"] = [{"output_type": "stream", "name": "stdout",
+                                                                 "text": ["x\n"]}], 1
             p.write_text(json.dumps(nb))
     assert _delta(scratch, path, edit) == expected
 
@@ -117,3 +134,48 @@ def test_editing_params_makes_exactly_the_stages_that_read_them_stale(scratch):
         p.write_text(p.read_text().replace("duration_s: 1.0", "duration_s: 2.0"))
 
     assert _delta(scratch, "params/quick/calibration.yaml", longer) == {"calibration"}
+
+
+# --------------------------------------------------------------------------- plots
+def _write_table(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cols = "model,frame_size,status,n,mean_pps,ci_low_pps,ci_high_pps"
+    path.write_text("\n".join([cols, *rows]) + "\n")
+
+
+def test_data_plots_draw_one_line_per_model(scratch):
+    """`dvc plots show` on tables of two models: a vega spec coloured by model, missing cells filtered out."""
+    table = scratch / "data/tables/experiment_a/experiment_a_throughput.csv"
+    _write_table(table, ["macvlan,64,measured,3,120000,110000,130000", "macvlan,1518,measured,3,110000,-5000,150000",
+                         "host-routing,64,measured,3,80000,70000,90000", "sriov,64,not realizable: no VFs,0,,,"])
+    try:
+        out = json.loads(_run([DVC, "plots", "show", "--json"], scratch).stdout)
+    finally:
+        table.unlink()
+    spec = out["data"]["Experiment A, embedded lab - NDR per model"][0]["content"]
+    assert spec["encoding"]["color"]["field"] == "model"
+    assert {r["model"] for r in spec["data"]["values"]} == {"macvlan", "host-routing", "sriov"}
+    assert "datum.status == 'measured'" in spec["transform"][0]["filter"]
+    assert "max(0, " in json.dumps(spec["transform"])  # an interval bar never reaches below 0
+
+
+def test_image_plots_are_every_figure_directory_the_stages_write():
+    import yaml
+
+    plots = yaml.safe_load((REPO / "dvc.yaml").read_text())["plots"]
+    assert {p for p in plots if isinstance(p, str)} == {
+        *(f"figures/experiments/experiment_{x}" for x in ("a", "b", "c", "d", "a_kubernetes")), "figures/reference"}
+
+
+def test_offline_plots_template_inlines_the_versions_dvc_loads_from_the_cdn(tmp_path):
+    import shutil
+
+    import plots_offline
+
+    names = [n for n, _ in plots_offline.cdn_packages()]
+    assert names == ["vega", "vega-lite", "vega-embed"]
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed: the offline template cannot be built here")
+    page = plots_offline.build(tmp_path / "offline.html").read_text()
+    assert "{plot_divs}" in page and "{scripts}" not in page and "cdn.jsdelivr" not in page
+    assert all(f"/* {n}@{v} */" in page for n, v in plots_offline.cdn_packages())

@@ -189,7 +189,75 @@ def test_latency_spectrum_one_line_per_load_on_a_percentile_axis(tmp_path):
         assert list(lines[1].get_xdata()) == pytest.approx([2, 10, 20, 100, 1000])
         assert list(lines[1].get_ydata()) == pytest.approx([1.9 * q for q in (50, 90, 95, 99, 99.9)])
         assert [t.get_text() for t in ax.get_xticklabels()] == ["p50", "p90", "p95", "p99", "p99.9"]
-        assert [t.get_text() for t in ax.get_legend().get_texts()] == ["0 %", "90 %"]
-        a = save_png(fig, tmp_path / "a.png").read_bytes()
+        assert ax.get_legend() is None  # one legend, right of the last panel
+        assert [t.get_text() for t in axes[-1].get_legend().get_texts()] == ["0 %", "90 %"]
+        a = save_png(fig, tmp_path / "a.png").read_bytes()  # saving draws: the layout is final
+        assert _outside(axes[-1])
         b = save_png(spectrum_figure(_spectrum_table(), "t"), tmp_path / "b.png").read_bytes()
     assert a.startswith(PNG_MAGIC) and a == b
+
+
+def _outside(ax) -> bool:
+    """The legend lies right of the axes' data area (drawn figure)."""
+    leg, box = ax.get_legend().get_window_extent(), ax.get_window_extent()
+    return leg.x0 >= box.x1
+
+
+def test_legends_sit_outside_the_data():
+    df = ref.models_throughput()
+    ax = throughput_vs_frame_size(df, hue="model_label")
+    ax.figure.canvas.draw()
+    assert _outside(ax)
+    bx = plots.bars.grouped_bars(pd.DataFrame({"x": ["s1", "s1"], "y": [1.0, 2.0], "h": ["a", "b"]}), "x", "y", "h")
+    bx.figure.canvas.draw()
+    assert _outside(bx)
+
+
+def test_bar_legend_names_every_level_also_one_without_a_bar():
+    # Experiment B on a 2-CPU host: "exclusive" is not realizable anywhere, yet its slot is drawn.
+    df = pd.DataFrame({"numa": ["s1"] * 3, "pinning": ["none", "shared", "exclusive"],
+                       "kpps": [40.0, 36.0, np.nan], "status": ["measured", "measured", "not realizable: 4 CPUs"]})
+    ax = plots.bars.grouped_bars(df, "numa", "kpps", "pinning", missing="status")
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["none", "shared", "exclusive"]
+    assert "not realizable" in _texts(ax)
+    colours = [tuple(h.get_facecolor()) for h in ax.get_legend().legend_handles]
+    assert len(set(colours)) == 3
+
+
+def test_interval_bars_never_reach_below_zero():
+    # n = 3 with a wide spread: the t interval's lower bound is negative; a rate cannot be.
+    df = pd.DataFrame({"frame_size": [64, 1518], "mean": [3.0, 8.0], "lo": [-6.8, 7.5], "hi": [12.8, 8.5],
+                       "m": ["a", "a"]})
+    ax = throughput_vs_frame_size(df, y="mean", hue="m", ci_low="lo", ci_high="hi")
+    assert [b for b in _error_bars(ax) if b[1] != b[2]] == [(64.0, 0.0, 12.8), (1518.0, 7.5, 8.5)]
+    bx = plots.bars.grouped_bars(df, x="frame_size", y="mean", ci_low="lo", ci_high="hi")
+    assert [(lo, hi) for _, lo, hi in _error_bars(bx)] == [(0.0, 12.8), (7.5, 8.5)]
+    from nfvlab.plots.latency import percentile_spectrum
+
+    lat = _spectrum_table().assign(ci_low_ns=-1e6)  # every lower bound below 0
+    sx = percentile_spectrum(lat[lat["frame_size"] == 64], Figure().subplots())
+    assert min(lo for _, lo, _ in _error_bars(sx)) == 0.0
+
+
+def test_experiment_d_heatmaps_share_one_colour_scale(tmp_path):
+    from nfvlab import analysis
+    from test_analysis_bcd import D_MEANS, d_records
+
+    tabs = analysis.tables("d", d_records(tmp_path / "d.jsonl", D_MEANS))
+    seen = []
+    real_heatmap = analysis.matrix_heatmap
+
+    def spy(*args, **kwargs):
+        ax = real_heatmap(*args, **kwargs)
+        seen.append((ax.collections[0].norm.vmin, ax.collections[0].norm.vmax))
+        return ax
+
+    analysis.matrix_heatmap = spy
+    try:
+        paths = analysis.figures_d(tabs, tmp_path)
+    finally:
+        analysis.matrix_heatmap = real_heatmap
+    assert len(paths) == len(seen) == 4
+    # One scale for all four: 0 to the largest mean (about 50 kpps), not each panel's own range.
+    top = tabs["mrr"]["mean_pps"].max() / 1e3
+    assert seen == [(0.0, pytest.approx(top))] * 4 and top == pytest.approx(50, rel=0.01)

@@ -7,7 +7,8 @@
 
 Implementations: the embedded lab (:mod:`nfvlab.labs.embedded`: network
 namespaces on this host), user-named ports (:mod:`nfvlab.labs.external`), and a
-Kubernetes cluster (to come). Measurement code only ever sees this protocol.
+Kubernetes cluster (:mod:`nfvlab.labs.kubernetes`). SIGTERM is :class:`nfvlab.system.signals.Terminated`
+(re-exported here). Measurement code only ever sees this protocol.
 """
 from __future__ import annotations
 
@@ -16,14 +17,13 @@ from dataclasses import dataclass, field
 from typing import Optional, Protocol, runtime_checkable
 
 from nfvlab.scenario import Scenario, Stream
+from nfvlab.system.signals import Terminated
+
+__all__ = ["LabBackend", "LabError", "LabSession", "ProcessTracker", "Terminated"]
 
 
 class LabError(RuntimeError):
     """The lab cannot be built or failed while building (one-line reason and fix)."""
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, turned into an exception so teardown runs."""
 
 
 class ProcessTracker(Protocol):

@@ -15,6 +15,9 @@ import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from nfvlab.plots.output import OUTSIDE_LEGEND
 
 __all__ = ["grouped_bars"]
 
@@ -48,7 +51,7 @@ def grouped_bars(
     ci_low, ci_high : str, optional
         Columns with the confidence interval of ``y`` (same unit; in the
         experiments' figures the 95 % t interval of the mean over repetitions);
-        drawn as error bars; NaN: no bar.
+        drawn as error bars, a lower bound below 0 drawn at 0; NaN: no bar.
     missing : str, optional
         Column whose text is written, rotated, in place of a NaN bar (e.g. a
         ``status`` such as ``"not realizable: ..."``; only the part before the
@@ -65,6 +68,8 @@ def grouped_bars(
     Returns
     -------
     matplotlib.axes.Axes
+        With a legend (outside the axes, right) listing every ``hue`` level,
+        including levels without any value.
     """
     for col in (x, y, hue, ci_low, ci_high, missing):
         if col and col not in df.columns:
@@ -98,7 +103,9 @@ def grouped_bars(
             ax.bar(pos, v, width=width * 0.95, color=colors[j % len(colors)],
                    label=None if level is None else str(level))
             if ci_low and pd.notna(r[ci_low]) and pd.notna(r[ci_high]):
-                ax.errorbar(pos, v, yerr=[[max(v - float(r[ci_low]), 0.0)], [max(float(r[ci_high]) - v, 0.0)]],
+                # A rate cannot be negative: a lower bound below 0 (small n) is drawn at 0.
+                low = max(float(r[ci_low]), 0.0)
+                ax.errorbar(pos, v, yerr=[[max(v - low, 0.0)], [max(float(r[ci_high]) - v, 0.0)]],
                             fmt="none", ecolor="0.15", elinewidth=1.0, capsize=2.5)
     ax.set_xticks(range(len(xs)))
     ax.set_xticklabels([str(v) for v in xs])
@@ -108,8 +115,9 @@ def grouped_bars(
     ax.set_ylabel(ylabel if ylabel is not None else y)
     if title:
         ax.set_title(title)
-    handles, labels = ax.get_legend_handles_labels()
-    if hue and handles:
-        uniq = dict(zip(labels, handles))
-        ax.legend(uniq.values(), uniq.keys(), title=hue, fontsize="small", title_fontsize="small")
+    if hue:
+        # Every level, also one without any bar (e.g. a pinning mode this host cannot realize):
+        # its slot is drawn, so the legend names it.
+        handles = [Patch(color=colors[j % len(colors)], label=str(level)) for j, level in enumerate(hs)]
+        ax.legend(handles=handles, title=hue, fontsize="small", title_fontsize="small", **OUTSIDE_LEGEND)
     return ax

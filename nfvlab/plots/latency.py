@@ -17,7 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from nfvlab.plots.output import new_figure
+from nfvlab.plots.output import OUTSIDE_LEGEND, new_figure
 from nfvlab.plots.throughput import MARKERS
 
 __all__ = ["percentile_spectrum", "spectrum_figure"]
@@ -65,7 +65,8 @@ def percentile_spectrum(df: pd.DataFrame, ax: Axes, *, hue: str = "load_fraction
             continue
         xs = np.array([_x(q) for q in sub["quantile"]])
         ys = sub["mean_ns"].to_numpy(dtype=float) / 1e3
-        err = np.nan_to_num(np.vstack([ys - sub["ci_low_ns"].to_numpy(dtype=float) / 1e3,
+        # A latency cannot be negative: a lower bound below 0 (small n) is drawn at 0.
+        err = np.nan_to_num(np.vstack([ys - (sub["ci_low_ns"].to_numpy(dtype=float) / 1e3).clip(min=0.0),
                                        sub["ci_high_ns"].to_numpy(dtype=float) / 1e3 - ys]), nan=0.0).clip(min=0)
         label = f"{level * 100:g} %" if hue == "load_fraction" else str(level)
         color = colors[i % len(colors)]
@@ -83,7 +84,8 @@ def percentile_spectrum(df: pd.DataFrame, ax: Axes, *, hue: str = "load_fraction
     if title:
         ax.set_title(title)
     if legend and ax.get_legend_handles_labels()[0]:
-        ax.legend(title="load" if hue == "load_fraction" else hue, fontsize="small", title_fontsize="small")
+        ax.legend(title="load" if hue == "load_fraction" else hue, fontsize="small", title_fontsize="small",
+                  **OUTSIDE_LEGEND)
     return ax
 
 
@@ -105,7 +107,9 @@ def spectrum_figure(df: pd.DataFrame, title: str, *, panel: str = "frame_size") 
     fig = new_figure((max(6.4, 3.4 * cols + 0.6), 3.0 * rows + 0.9))  # wide enough for the title
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
     for i, (ax, level) in enumerate(zip(axes, levels)):
-        percentile_spectrum(df[df[panel] == level], ax, title=_panel_title(panel, level), legend=i == 0)
+        # One legend, right of the last panel: outside every panel's data.
+        percentile_spectrum(df[df[panel] == level], ax, title=_panel_title(panel, level),
+                            legend=i == len(levels) - 1)
     for ax in axes[len(levels):]:
         ax.set_visible(False)
     fig.suptitle(title)

@@ -39,6 +39,11 @@ def new_figure(size: tuple[float, float]) -> Figure:
     return fig
 
 
+#: Legend placement outside the axes (right of the plot), so a legend never covers data;
+#: the figures' constrained layout makes room for it.
+OUTSIDE_LEGEND = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0), "borderaxespad": 0.0}
+
+
 def save_png(fig: Figure, path: Path) -> Path:
     fig.savefig(path, format="png", dpi=fig.dpi, metadata=PNG_METADATA)
     return path

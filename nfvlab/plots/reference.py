@@ -16,7 +16,7 @@ import pandas as pd
 
 from nfvlab import reference as ref
 from nfvlab.plots.heatmap import matrix_heatmap
-from nfvlab.plots.output import DPI, PNG_METADATA, figure_style, new_figure, save_png
+from nfvlab.plots.output import DPI, OUTSIDE_LEGEND, PNG_METADATA, figure_style, new_figure, save_png
 from nfvlab.plots.throughput import throughput_vs_frame_size
 
 __all__ = ["render_reference_figures", "reference_style", "DPI", "PNG_METADATA"]
@@ -35,7 +35,7 @@ def _throughput_figure(df: pd.DataFrame, title: str, path: Path) -> Path:
     throughput_vs_frame_size(
         df, hue="model_label", ax=fig.subplots(), title=title,
         ylabel="Zero-loss throughput [Gbps]", reference_line=40.0, reference_label="40GbE nominal",
-    ).legend(title="Model", fontsize="small", title_fontsize="small", loc="lower right")
+    ).legend(title="Model", fontsize="small", title_fontsize="small", **OUTSIDE_LEGEND)
     return save_png(fig, path)
 
 
@@ -96,7 +96,7 @@ def _fig17(out: Path) -> Path:
     ax.set_ylim(0, 45)
     ax.set_xlabel("NUMA scenario (NUMA node of NIC/vSwitch/pod1/pod2; Figure 15 prints s5, s6 as 's4')")
     ax.set_ylabel("Zero-loss throughput [Gbps]")
-    ax.legend(fontsize="small", loc="upper right")
+    ax.legend(fontsize="small", **OUTSIDE_LEGEND)
     ax.set_title(f"{DRAFT} Figure 17 (published, {TESTBED_40G}):\nNUMA alignment, multi-pod, 1518 B")
     return save_png(fig, out / "draft11_fig17_multipod_numa.png")
 

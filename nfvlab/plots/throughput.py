@@ -16,6 +16,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
+from nfvlab.plots.output import OUTSIDE_LEGEND
+
 __all__ = ["throughput_vs_frame_size", "MARKERS"]
 
 #: Marker cycle, one per hue level (wraps around).
@@ -94,9 +96,10 @@ def throughput_vs_frame_size(
         (same unit as ``y``; in the experiments' figures the 95 % t interval of
         the mean over repetitions, ``config_table``'s ``ci_low_pps`` /
         ``ci_high_pps``): drawn as error bars around the line's points (mean of
-        the bounds when several rows share a point; no bar where NaN).
+        the bounds when several rows share a point; no bar where NaN; a lower
+        bound below 0 is drawn at 0, as a rate cannot be negative).
     legend : bool
-        Draw a legend when there is a ``hue`` or reference line.
+        Draw a legend when there is a ``hue`` or reference line, outside the axes (right).
     figsize : (float, float)
         Size of the new figure when ``ax`` is None.
 
@@ -146,7 +149,8 @@ def throughput_vs_frame_size(
             markersize=5.5, label=None if level is None else str(level),
         )
         if ci_low is not None:
-            lo = np.array([_mean_or_nan(sub[ci_low].to_numpy(dtype=float)[xs == u]) for u in ux])
+            # A rate cannot be negative: a t-interval reaching below 0 (small n) is drawn clipped at 0.
+            lo = np.array([_mean_or_nan(sub[ci_low].to_numpy(dtype=float)[xs == u]) for u in ux]).clip(min=0.0)
             hi = np.array([_mean_or_nan(sub[ci_high].to_numpy(dtype=float)[xs == u]) for u in ux])
             err = np.nan_to_num(np.vstack([my - lo, hi - my]), nan=0.0).clip(min=0.0)
             ax.errorbar(ux, my, yerr=err, fmt="none", ecolor=color, elinewidth=1.0, capsize=0, zorder=2)
@@ -173,5 +177,5 @@ def throughput_vs_frame_size(
         ax.set_title(title)
     handles, _ = ax.get_legend_handles_labels()
     if legend and handles:
-        ax.legend(title=hue if hue else None, fontsize="small", title_fontsize="small")
+        ax.legend(title=hue if hue else None, fontsize="small", title_fontsize="small", **OUTSIDE_LEGEND)
     return ax

@@ -32,7 +32,7 @@ HANDLED = (signal.SIGINT, signal.SIGTERM)
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM as an exception (the lab backends pass their own subclass to :func:`guard`)."""
+    """SIGTERM, turned into an exception so teardown runs (the one class: ``nfvlab.labs`` re-exports it)."""
 
 
 _pending: Optional[int] = None

@@ -10,7 +10,9 @@ owner as host + boot id + pid) is written before anything is created; every
 object lives in the run's own namespace, labelled with the run id; pods must be
 Ready within ``ready_timeout_s`` or the run fails with the scheduler's or the
 kubelet's reason; teardown (success, error, Ctrl-C, SIGTERM) deletes the
-namespace and waits until it is gone. ``nfvlab lab clean`` removes what a killed
+namespace and waits until it is gone, once, with signals held (:mod:`nfvlab.system.signals`:
+SIGINT/SIGTERM raise and set a flag that the wait loops and object creations check; a
+second signal does not abort teardown). ``nfvlab lab clean`` removes what a killed
 run left (:func:`clean`).
 
 With ``cabling: local`` the node is this host: nfvlab creates the generator's
@@ -24,10 +26,9 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
 import socket
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
@@ -38,6 +39,7 @@ from nfvlab.params import LabParams
 from nfvlab.scenario import Port, Scenario, Stream
 from nfvlab.scenario.topology import default_ips
 from nfvlab.system import netns as nl
+from nfvlab.system import signals
 from nfvlab.system.files import write_json_atomic
 from nfvlab.system.hostlock import HostLock, process_start_time, run_dir
 
@@ -76,7 +78,8 @@ class RunState:
         return labs_dir() / f"{self.run_id}.json"
 
     def save(self) -> None:
-        write_json_atomic(self.path, asdict(self))
+        with signals.deferred():  # a signal between write and rename would leave a stray .tmp
+            write_json_atomic(self.path, asdict(self))
 
     def owner_alive(self) -> bool:
         return (self.owner_host == socket.gethostname() and self.owner_boot_id == boot_id()
@@ -226,7 +229,9 @@ class KubernetesLab:
         p, model, res = self.params, scenario.model, scenario.resources
         why = []
         if scenario.spec.pods > 1:
-            why.append("two-pod chains are not mapped to Kubernetes in this nfvlab version")
+            why.append(f"{model} chains user-space (DPDK) pods through a vSwitch; nfvlab's Kubernetes pods are "
+                       "kernel forwarders (a kernel chain: a csp density cell of "
+                       f"{', '.join(render.CHAIN_MODELS)})")
         elif model in render.EBPF_MODELS:
             pass  # decided by the primary CNI (cluster facts)
         elif (model not in render.CNI_OF and model not in p.networks
@@ -237,7 +242,7 @@ class KubernetesLab:
             why.append("linux-bridge needs the node's NIC ports on a bridge; nfvlab wires that only with "
                        "cabling local (else name NADs in kubernetes.networks)")
         if scenario.density is not None:
-            why.append("service density topologies are embedded-lab only in this nfvlab version")
+            why += render.density_reasons(scenario, p)
         if res.noisy_load_pct is not None and not p.noisy_image:
             why.append("the noisy neighbour needs an image with stress-ng (kubernetes.noisy_image)")
         if res.pcdr4sw != "1:1" or res.pcdr4nf != "1:1":
@@ -381,58 +386,69 @@ class KubernetesLab:
                       owner_boot_id=boot_id(), owner_pid=me, owner_start_time=process_start_time(me) or 0)
         self._run = st
         lock = HostLock(f"kubernetes lab {run_id} ({scenario.label})") if p.cabling == "local" else None
-        if lock is not None:
-            lock.__enter__()
-        old_term = _catch_sigterm()
         info: dict = {"lab_kind": self.kind, "run_id": run_id, "namespace": st.namespace, "node": p.node}
-        try:
+        # SIGINT/SIGTERM raise (and are flagged, for signals.checkpoint() in the wait loops); teardown
+        # runs once under signals.deferred(), so a second signal cannot abort it half-way.
+        with signals.guard(sigterm=Terminated), ExitStack() as stack:
+            if lock is not None:
+                stack.enter_context(lock)
+            stack.push(lambda *exc: self._teardown_once(st, info, exc[0] is None))
             st.save()
-            t0 = time.monotonic()
-            streams_ports, tg_macs = self._cable(st) if p.cabling == "local" else (None, p.tg_macs)
-            if p.cabling == "local":  # the node's NIC ports are this host's links until a pod takes them
-                info["node_nics"] = {nic: nic_info(nic) for nic in p.nics}
-            objects = render.manifests(scenario, p, run_id, tg_macs)
-            problems = [x for m in objects for x in render.validate(m, p)]
-            if problems:
-                raise LabError(f"rendered manifest invalid: {problems[0]}")
-            # The noisy neighbour comes once pod1 runs, on pod1's node (self._noisy).
-            timings = self._apply([o for o in objects if o["metadata"]["name"] != "noisy"], st.namespace)
-            pod = timings.pop("pod")
-            macs = _interface_macs(pod)
-            node = pod["spec"].get("nodeName")
+            yield from self._build(scenario, st, info)
+
+    def _teardown_once(self, st: RunState, info: dict, reraise: bool) -> None:
+        """Teardown, with signals held until it is done; then, on an otherwise clean exit, the
+        signal that came meanwhile (or was swallowed) fails the run."""
+        with signals.deferred():
+            info["teardown_s"] = self._teardown(st, info.get("pods", {}))
+        if reraise:
+            signals.checkpoint()
+
+    def _build(self, scenario: Scenario, st: RunState, info: dict) -> Iterator[LabSession]:
+        """Create the run's objects (recorded in ``st`` first), wait for them, yield the session."""
+        p, run_id = self.params, st.run_id
+        t0 = time.monotonic()
+        streams_ports, tg_macs = self._cable(st) if p.cabling == "local" else (None, p.tg_macs)
+        if p.cabling == "local":  # the node's NIC ports are this host's links until a pod takes them
+            info["node_nics"] = {nic: nic_info(nic) for nic in p.nics}
+        objects = render.manifests(scenario, p, run_id, tg_macs)
+        problems = [x for m in objects for x in render.validate(m, p)]
+        if problems:
+            raise LabError(f"rendered manifest invalid: {problems[0]}")
+        # The noisy neighbour comes once pod1 runs, on pod1's node (self._noisy).
+        ready = self._apply([o for o in objects if o["metadata"]["name"] != "noisy"], st.namespace)
+        pods = {}
+        for name, t in ready.items():
+            node = t["pod"]["spec"].get("nodeName")
             if p.cabling == "local" and node != p.node:
-                raise LabError(f"pod1 was placed on {node}, but with cabling local the NIC ports {', '.join(p.nics)} "
-                               f"are on {p.node}: narrow kubernetes.placement.pod1")
-            pods = {"pod1": {"node": node, "node_selector": pod["spec"]["nodeSelector"],
-                             "create_to_ready_s": timings["pod_create_to_ready_s"],
-                             "create_to_interfaces_s": timings["pod_create_to_interfaces_s"]}}
-            if scenario.resources.noisy_load_pct is not None:
-                pods["noisy"] = self._noisy(scenario, st, node)
-            info.update(timings, setup_s=round(time.monotonic() - t0, 3),
-                        networks=render.network_names(scenario, p, run_id),
-                        nads=[json.loads(m["spec"]["config"]) for m in objects
-                              if m["kind"] == "NetworkAttachmentDefinition"],
-                        placement={name: d["node"] for name, d in pods.items()},
-                        pods=pods, qos_class=pod.get("status", {}).get("qosClass"),
-                        node_labels=self._labels_of(node),
-                        kubelet=self._kubelet_policies(node))
-            if p.cni_conf_dir:
-                info["node_cni_conf"] = cni_conf(p.cni_conf_dir)
-            if streams_ports is None:
-                streams_ports = [Port("generator", "0"), Port("generator", "1")]
-            tx = streams_ports
-            streams = [Stream(tx[0], tx[1], tg_macs[0], macs["eth1"], *default_ips(0)),
-                       Stream(tx[1], tx[0], tg_macs[1], macs["eth2"], *default_ips(1))]
-            yield LabSession(streams=streams, info=info)
-        finally:
-            masked = _mask_signals()
-            try:
-                info["teardown_s"] = self._teardown(st, info.get("pods", {}))
-            finally:
-                _restore_signals(masked)
-                signal.signal(signal.SIGTERM, old_term) if old_term is not None else None
-                if lock is not None:
-                    lock.__exit__(None, None, None)
+                raise LabError(f"{name} was placed on {node}, but with cabling local the NIC ports "
+                               f"{', '.join(p.nics)} are on {p.node}: narrow kubernetes.placement.{name}")
+            pods[name] = {"node": node, "node_selector": t["pod"]["spec"]["nodeSelector"],
+                          "create_to_ready_s": t["pod_create_to_ready_s"],
+                          "create_to_interfaces_s": t["pod_create_to_interfaces_s"]}
+        chain = render.chains(scenario)[0]
+        pod, timings = ready["pod1"]["pod"], {k: v for k, v in ready["pod1"].items() if k != "pod"}
+        node = pod["spec"].get("nodeName")
+        if scenario.resources.noisy_load_pct is not None:
+            pods["noisy"] = self._noisy(scenario, st, node)
+        info.update(timings, setup_s=round(time.monotonic() - t0, 3), chains=render.chains(scenario),
+                    networks=render.network_names(scenario, p, run_id),
+                    nads=[json.loads(m["spec"]["config"]) for m in objects
+                          if m["kind"] == "NetworkAttachmentDefinition"],
+                    placement={name: d["node"] for name, d in pods.items()},
+                    pods=pods, qos_class=pod.get("status", {}).get("qosClass"),
+                    node_labels=self._labels_of(node),
+                    kubelet=self._kubelet_policies(node))
+        if p.cni_conf_dir:
+            info["node_cni_conf"] = cni_conf(p.cni_conf_dir)
+        if streams_ports is None:
+            streams_ports = [Port("generator", "0"), Port("generator", "1")]
+        tx = streams_ports
+        # Frames enter the chain at its first pod's eth1 and, the other way, at its last pod's eth2.
+        streams = [Stream(tx[0], tx[1], tg_macs[0], _interface_macs(pod)["eth1"], *default_ips(0)),
+                   Stream(tx[1], tx[0], tg_macs[1], _interface_macs(ready[chain[-1]]["pod"])["eth2"],
+                          *default_ips(1))]
+        yield LabSession(streams=streams, info=info)
 
     def _labels_of(self, node: Optional[str]) -> dict:
         """The labels of the node a pod went to (what label placement matched against)."""
@@ -462,33 +478,45 @@ class KubernetesLab:
         st.tg_netns = f"{PREFIX}{st.run_id}-tg"
         st.host_links = list(p.nics)
         st.save()
-        nl.create_namespace(st.tg_netns)
-        for side, nic in enumerate(p.nics):
-            nl.veth(None, nic, st.tg_netns, f"tg{side}", self.link_mtu)
-        return ([Port(st.tg_netns, "tg0"), Port(st.tg_netns, "tg1")],
-                [nl.mac(st.tg_netns, "tg0"), nl.mac(st.tg_netns, "tg1")])
+        # Netlink calls run with signals held: pyroute2 interrupted inside its asyncio loop can hang
+        # the next call (teardown's), and a namespace must not appear after teardown looked.
+        with signals.deferred():
+            nl.create_namespace(st.tg_netns)
+            for side, nic in enumerate(p.nics):
+                nl.veth(None, nic, st.tg_netns, f"tg{side}", self.link_mtu)
+            macs = [nl.mac(st.tg_netns, "tg0"), nl.mac(st.tg_netns, "tg1")]
+        signals.checkpoint()
+        return [Port(st.tg_netns, "tg0"), Port(st.tg_netns, "tg1")], macs
 
-    def _apply(self, objects: list[dict], namespace: str) -> dict:
+    def _apply(self, objects: list[dict], namespace: str) -> dict[str, dict]:
+        """Create ``objects`` in order, then wait for every pod: pod name -> :meth:`_wait_ready`'s dict."""
         from kubernetes import client, utils
 
         api = self.api()
         core = client.CoreV1Api(api)
         custom = client.CustomObjectsApi(api)
-        pod_created = None
+        created: dict[str, float] = {}
         for obj in objects:
+            signals.checkpoint()  # between creations: a swallowed signal stops here
             if obj["kind"] == "Namespace":
                 core.create_namespace(obj)
             elif obj["kind"] == "NetworkAttachmentDefinition":
-                if self.params.cabling == "local" and json.loads(obj["spec"]["config"])["type"] == "bridge":
+                cfg = json.loads(obj["spec"]["config"])
+                if obj["metadata"]["name"].startswith("link") and cfg["type"] == "bridge":
+                    # The bridge CNI makes a chain link's bridge on the node but never removes it.
+                    if self.params.cabling == "local" and cfg["bridge"] not in self._run.host_links:
+                        self._run.host_links.append(cfg["bridge"])
+                        self._run.save()
+                elif self.params.cabling == "local" and cfg["type"] == "bridge":
                     self._node_bridge(obj)
                 custom.create_namespaced_custom_object("k8s.cni.cncf.io", "v1", namespace,
                                                        "network-attachment-definitions", obj)
             elif obj["kind"] == "Pod":
-                pod_created = time.monotonic()
+                created[obj["metadata"]["name"]] = time.monotonic()
                 core.create_namespaced_pod(namespace, obj)
             else:
                 utils.create_from_dict(api, obj)
-        return self._wait_ready(namespace, "pod1", pod_created)
+        return {name: self._wait_ready(namespace, name, t) for name, t in created.items()}
 
     def _node_bridge(self, nad: dict) -> None:
         """linux-bridge, local cabling: the bridge the NAD names, with the NIC port on it."""
@@ -496,7 +524,9 @@ class KubernetesLab:
         side = int(nad["metadata"]["name"].rsplit("-", 1)[1])
         self._run.host_links.append(cfg["bridge"])
         self._run.save()
-        nl.bridge(None, cfg["bridge"], [self.params.nics[side]], self.link_mtu)
+        with signals.deferred():  # as in _cable
+            nl.bridge(None, cfg["bridge"], [self.params.nics[side]], self.link_mtu)
+        signals.checkpoint()
 
     def _wait_ready(self, namespace: str, name: str, created: float, interfaces: bool = True) -> dict:
         from kubernetes import client
@@ -520,6 +550,7 @@ class KubernetesLab:
             if phase in ("Failed", "Succeeded") or ended or time.monotonic() > deadline:
                 raise LabError(f"pod {namespace}/{name} not Ready after "
                                f"{self.params.ready_timeout_s:g} s: {_why_not_ready(core, pod)}")
+            signals.checkpoint()
             time.sleep(0.1)
 
     def _teardown(self, st: RunState, pods: dict) -> float:
@@ -786,31 +817,3 @@ def clean() -> list[str]:
         removed.append(f"kubernetes run {st.run_id} (namespace {st.namespace})"
                        + (f": incomplete: {'; '.join(errors)}" if errors else ""))
     return removed
-
-
-def _catch_sigterm():
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    owner = os.getpid()
-
-    def on_term(signum, frame):
-        if os.getpid() != owner:
-            os._exit(128 + signum)
-        raise Terminated("SIGTERM")
-
-    return signal.signal(signal.SIGTERM, on_term)
-
-
-def _mask_signals() -> dict:
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    return {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-
-
-def _restore_signals(masked: dict) -> None:
-    for s, h in masked.items():
-        signal.signal(s, h)

@@ -11,6 +11,12 @@ routes 198.19.1.0/24 <-> 198.19.2.0/24 between them like the embedded lab's
 kernel C-VNF (static neighbours towards the generator's ports). Each pod goes where
 ``placement`` says (a node or node labels, by node selector: the scheduler decides); the
 noisy neighbour is a stress-ng pod (:func:`noisy_pod`) on pod1's node.
+
+A density cell (``csp`` pipeline, seed 001) is a chain of N such pods (:func:`chains`):
+pod1's ``eth1`` and podN's ``eth2`` are on the model's networks towards the generator, and
+pod j's ``eth2`` is cabled to pod j+1's ``eth1`` through a bridge of its own on the node
+(:func:`link_bridge_name`, made by the ``bridge`` CNI; two NADs per link, one per end, for
+their static addresses 198.18.(120+j).1/30 and .2/30, as in the embedded lab's pipeline).
 """
 from __future__ import annotations
 
@@ -59,6 +65,67 @@ def bridge_name(run_id: str, side: int) -> str:
     return f"nfvk{run_id}b{side}"
 
 
+#: Models whose chains (density cells) are mapped: kernel forwarders on kernel secondary networks.
+CHAIN_MODELS = ("macvlan", "linux-bridge", "smartnic-direct")
+
+
+def link_bridge_name(run_id: str, link: int) -> str:
+    """Node bridge of the pod-to-pod link after pod ``link`` of a chain (made by the bridge CNI)."""
+    return f"nfvk{run_id}l{link}"
+
+
+def chains(scenario: Scenario) -> list[list[str]]:
+    """Pod names of each chain, in forwarding order: a density cell's ``instances`` chains of ``nfs``
+    pods (``pod1`` .. ``podN`` numbered over all chains), else one chain of ``pod1``."""
+    d = scenario.density
+    instances, nfs = (d.instances, d.nfs) if d is not None else (1, 1)
+    return [[f"pod{i * nfs + j + 1}" for j in range(nfs)] for i in range(instances)]
+
+
+def density_reasons(scenario: Scenario, params: KubernetesParams) -> list[str]:
+    """Why a density cell is not mapped to Kubernetes (empty: it is): csp, one instance, a kernel
+    model of :data:`CHAIN_MODELS`, every pod of the chain placed alike (its links are node bridges)."""
+    d = scenario.density
+    if d is None:
+        return []
+    if d.topology == "csc":
+        return ["csc steers each NF's output back through the worker's router (policy routing), which "
+                "nfvlab maps to no Kubernetes object; csp (pod-to-pod links) is mapped"]
+    if scenario.model not in CHAIN_MODELS:
+        return [f"density chains are mapped for the kernel models {', '.join(CHAIN_MODELS)}, not {scenario.model}"]
+    if d.instances > 1:
+        return [f"{d.instances} instances need the worker's ECMP router to spread flows over the chains; "
+                "nfvlab maps one instance (a chain of nfs pods) per run on Kubernetes"]
+    names = [n for chain in chains(scenario) for n in chain]
+    if len({tuple(sorted(node_selector(params, n).items())) for n in names}) > 1:
+        return ["a chain's pod-to-pod links are bridges on one node: give " + ", ".join(names)
+                + " the same kubernetes.placement"]
+    return []
+
+
+def _link_ip(link: int, end: int) -> str:
+    """Address of end ``end`` (0: pod ``link``'s eth2, 1: pod ``link + 1``'s eth1) of a chain link."""
+    return f"198.18.{120 + link}.{1 + end}"
+
+
+def link_nads(scenario: Scenario, params: KubernetesParams, run_id: str) -> list[dict]:
+    """The pod-to-pod links of the chains: per link, one bridge and two NADs (one per end's address)."""
+    ns = namespace_name(params, run_id)
+    out = []
+    for chain in chains(scenario):
+        for pod_name in chain[:-1]:
+            link = int(pod_name[3:])
+            for end in (0, 1):
+                cfg = {"cniVersion": "0.3.1", "type": "bridge", "bridge": link_bridge_name(run_id, link),
+                       "isGateway": False, "ipMasq": False,
+                       "ipam": {"type": "static", "addresses": [{"address": f"{_link_ip(link, end)}/30"}]}}
+                out.append({"apiVersion": NAD_API, "kind": "NetworkAttachmentDefinition",
+                            "metadata": {"name": f"link{link}-{'ab'[end]}", "namespace": ns,
+                                         "labels": {RUN_LABEL: run_id}},
+                            "spec": {"config": json.dumps(cfg, sort_keys=True)}})
+    return out
+
+
 def cni_config(model: str, side: int, params: KubernetesParams, run_id: str) -> dict:
     """The CNI config of the secondary network towards generator port ``side``."""
     plugin = CNI_OF[model]
@@ -105,7 +172,8 @@ def guaranteed(scenario: Scenario) -> bool:
 
 
 def network_names(scenario: Scenario, params: KubernetesParams, run_id: str) -> list[str]:
-    """``namespace/name`` of the pod's two secondary networks, in eth1, eth2 order."""
+    """``namespace/name`` of the model's two secondary networks towards generator ports 0 and 1 (a
+    chain's first pod has the first as eth1, its last pod the second as eth2)."""
     if calico_vpp_memif(scenario, params):
         return []
     given = params.networks.get(scenario.model)
@@ -131,19 +199,43 @@ def nads(scenario: Scenario, params: KubernetesParams, run_id: str) -> list[dict
     return out
 
 
-def forwarder_script(tg_macs: list[str]) -> str:
-    """The pod's start-up (busybox sh): static neighbours and routes towards the generator, then sleep.
+def next_hops(scenario: Scenario, name: str) -> dict[int, Optional[str]]:
+    """Side (0: eth1, towards generator port 0; 1: eth2) -> the address pod ``name`` routes that
+    side's traffic to: ``None`` where it is the generator's port (a static neighbour), else the
+    neighbouring pod's end of the chain link."""
+    for chain in chains(scenario):
+        if name in chain:
+            j, n = chain.index(name), int(name[3:])
+            return {0: None if j == 0 else _link_ip(n - 1, 0),
+                    1: None if j == len(chain) - 1 else _link_ip(n, 1)}
+    raise KeyError(f"no pod {name} in {scenario.label}")
+
+
+def forwarder_script(tg_macs: list[str], hops: Optional[dict[int, Optional[str]]] = None) -> str:
+    """The pod's start-up (busybox sh): static neighbours and routes towards the generator (or the next
+    pod of its chain, per :func:`next_hops`), then sleep.
 
     Forwarding itself is the kernel's (``net.ipv4.ip_forward=1`` as a pod sysctl).
     """
+    hops = hops or {0: None, 1: None}
     lines = []
     for side, ifname in ((0, "eth1"), (1, "eth2")):
-        # arp -s: busybox's ip has no "neigh add"; a permanent entry, so the pod never ARPs the generator.
-        lines += [f"arp -i {ifname} -s {TG_IP[side]} {tg_macs[side]}",
-                  f"ip route replace {TG_NET[side]}.0/24 via {TG_IP[side]} dev {ifname}"]
+        via = hops[side] or TG_IP[side]
+        if hops[side] is None:
+            # arp -s: busybox's ip has no "neigh add"; a permanent entry, so the pod never ARPs the generator.
+            lines.append(f"arp -i {ifname} -s {TG_IP[side]} {tg_macs[side]}")
+        lines.append(f"ip route replace {TG_NET[side]}.0/24 via {via} dev {ifname}")
     lines.append("echo nfvlab-forwarder-ready")
     lines.append("exec sleep 2147483647")
     return "set -e; " + "; ".join(lines)
+
+
+def readiness_script(hops: dict[int, Optional[str]]) -> str:
+    """Ready when the routes are in and every neighbouring pod answers (so its ARP entry exists
+    before the first test frame; the generator's ports are static neighbours)."""
+    checks = ["ip route show " + shlex.quote(f"{TG_NET[1]}.0/24") + " | grep -q eth2"]
+    checks += [f"ping -c 1 -W 1 {ip} >/dev/null" for ip in hops.values() if ip]
+    return " && ".join(checks)
 
 
 def cpu_resources(scenario: Scenario) -> tuple[dict, dict]:
@@ -157,10 +249,22 @@ def cpu_resources(scenario: Scenario) -> tuple[dict, dict]:
     return {"cpu": "100m", "memory": "64Mi"}, {"memory": "64Mi"}
 
 
+def pod_networks(scenario: Scenario, params: KubernetesParams, run_id: str, name: str) -> list[str]:
+    """``namespace/name`` of pod ``name``'s eth1 and eth2 networks: the model's towards the generator
+    at the ends of its chain, the chain links' in between."""
+    ends = network_names(scenario, params, run_id)
+    if not ends:
+        return []
+    ns, hops, n = namespace_name(params, run_id), next_hops(scenario, name), int(name[3:])
+    return [ends[0] if hops[0] is None else f"{ns}/link{n - 1}-b",
+            ends[1] if hops[1] is None else f"{ns}/link{n}-a"]
+
+
 def pod(scenario: Scenario, params: KubernetesParams, run_id: str, tg_macs: list[str],
         name: str = "pod1") -> dict:
-    """The NF pod: two secondary interfaces, kernel forwarding, resources as the scenario asks."""
+    """An NF pod: two secondary interfaces, kernel forwarding, resources as the scenario asks."""
     res = scenario.resources
+    hops = next_hops(scenario, name)
     requests, limits = cpu_resources(scenario)
     for key, qty in pod_requests(scenario, params).items():
         requests[key] = limits[key] = qty
@@ -170,11 +274,11 @@ def pod(scenario: Scenario, params: KubernetesParams, run_id: str, tg_macs: list
         mounts.append({"name": "hugepages", "mountPath": "/hugepages"})
     container = {
         "name": "forwarder", "image": params.image, "imagePullPolicy": params.image_pull_policy,
-        "command": ["/bin/sh", "-c", forwarder_script(tg_macs)],
+        "command": ["/bin/sh", "-c", forwarder_script(tg_macs, hops)],
         "resources": {"requests": requests, "limits": limits},
         "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}},
-        "readinessProbe": {"exec": {"command": ["/bin/sh", "-c", "ip route show " + shlex.quote(
-            f"{TG_NET[1]}.0/24") + " | grep -q eth2"]}, "periodSeconds": 1},
+        "readinessProbe": {"exec": {"command": ["/bin/sh", "-c", readiness_script(hops)]},
+                           "periodSeconds": 1},
     }
     if mounts:
         container["volumeMounts"] = mounts
@@ -196,7 +300,7 @@ def pod(scenario: Scenario, params: KubernetesParams, run_id: str, tg_macs: list
     else:
         annotations = {NETWORKS_ANNOTATION: json.dumps(
             [{"name": n.split("/")[1], "namespace": n.split("/")[0], "interface": f"eth{i + 1}"}
-             for i, n in enumerate(network_names(scenario, params, run_id))])}
+             for i, n in enumerate(pod_networks(scenario, params, run_id, name))])}
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace_name(params, run_id),
                          "labels": {RUN_LABEL: run_id, "nfvlab.io/model": scenario.model},
@@ -231,7 +335,8 @@ def manifests(scenario: Scenario, params: KubernetesParams, run_id: str = "00000
               tg_macs: Optional[list[str]] = None) -> list[dict]:
     """Every object a run of ``scenario`` creates, in creation order."""
     macs = tg_macs or params.tg_macs or ["02:00:00:00:00:01", "02:00:00:00:00:02"]
-    out = [namespace(params, run_id), *nads(scenario, params, run_id), pod(scenario, params, run_id, macs)]
+    out = [namespace(params, run_id), *nads(scenario, params, run_id), *link_nads(scenario, params, run_id),
+           *(pod(scenario, params, run_id, macs, name) for chain in chains(scenario) for name in chain)]
     if scenario.resources.noisy_load_pct is not None and params.noisy_image:
         # Offline, the noisy neighbour's node is pod1's selector's (the run uses where pod1 went).
         node = node_selector(params, "pod1").get(HOSTNAME_LABEL, params.node)

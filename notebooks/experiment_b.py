@@ -1,0 +1,39 @@
+# %% [markdown]
+# # Experiment B: CPU pinning x NUMA with a noisy neighbour (draft Appendix B, Figure 13)
+#
+# One pod on the user-space vSwitch (OVS-DPDK with vhost-user, the local stand-in for the draft's VPP) next to a noisy-neighbour pod running stress-ng. CPU pinning none / shared / exclusive (the CMK modes) x NUMA scenarios s1..s4, zero-loss throughput at 1518 B.
+#
+# **Local numbers describe this host** (a few vCPUs, veth links, the generator's calibrated ceiling), never the draft's 40 GbE testbed. Configurations this host cannot realize are listed with the reason instead of a value.
+#
+# Run as is (JupyterLab, papermill) it measures a new run into `data/interactive/`, outside the pipeline; `measure = False` with `records = "data/raw/experiment_b.jsonl"` shows the pipeline's last run instead. `dvc repro` passes its own records file. Paths are relative to the repository root, whatever directory the kernel started in.
+
+# %% tags=["parameters"]
+# Parameters (papermill overrides these)
+params_file = "params/quick/experiment_b.yaml"
+lab_file = "params/lab.yaml"  # the lab profile
+records = "data/interactive/experiment_b.jsonl"
+measure = True  # False: only show what `records` holds
+overrides = {}  # merged into the params file, e.g. {"repetitions": 1}
+
+# %%
+from nfvlab import experiment, notebook, results
+from nfvlab import params as P
+
+root = notebook.enter_repo_root()  # JupyterLab starts the kernel in notebooks/: paths are the repository's
+p = P.load_experiment(params_file, lab_file, overrides)
+if measure:
+    # Under dvc repro the progress lines go to the stage's log, not into the saved notebook.
+    with notebook.progress_elsewhere():
+        run_id = experiment.run_experiment(p, records, source=params_file)
+
+# %% [markdown]
+# ## Not realizable on this host (and failed searches)
+
+# %%
+results.not_realizable_frame(records)
+
+# %% [markdown]
+# ## Results: tables (statistics over repetitions; published values beside), figures, claims
+
+# %%
+notebook.show(notebook.experiment_outputs("b", records, p.models))
