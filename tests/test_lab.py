@@ -134,6 +134,19 @@ def test_clean_never_touches_foreign_namespaces(clean_host):
             subprocess.run(["ip", "netns", "del", ns])
 
 
+@pytest.mark.parametrize("role", ["tg", "pod1", "node2"])
+def test_clean_removes_a_lab_namespace_without_a_state_record(clean_host, role):
+    """Every role nfvlab names a namespace for (node<N>: the CNI lab's hosts) is swept when orphaned."""
+    ns = f"nfvl-abcdef-{role}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        with state.HostLock("test"):
+            removed = state.clean()
+        assert f"orphan namespace {ns}" in removed and ns not in state.existing_namespaces()
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
 def test_persistent_lab_survives_its_creator_until_down(clean_host):
     from conftest import nfvlab_cli
 

@@ -31,7 +31,7 @@ PREFIX = "nfvl-"
 #: Environment variable marking every process a lab spawns (and their children) with its lab id.
 LAB_ENV = "NFVLAB_LAB_ID"
 #: Names of namespaces nfvlab creates: nfvl-<6 hex>-<role>.
-NS_PATTERN = re.compile(r"^nfvl-([0-9a-f]{6})-(tg|wk|pod\d+|noisy\d*)$")
+NS_PATTERN = re.compile(r"^nfvl-([0-9a-f]{6})-(tg|wk|pod\d+|noisy\d*|node\d+)$")
 #: Any other named lab resource (cgroup, DPDK file prefix): nfvl-<6 hex>-...
 LAB_ID_PATTERN = re.compile(r"^nfvl-([0-9a-f]{6})(-|$)")
 

@@ -1,0 +1,169 @@
+"""Experiment E's lab (nfvlab.labs.embedded.cni): real namespaces, links, tunnels, nftables DNAT, tools.
+
+Every test runs under the host lock (the lab takes it) and insists on no residue afterwards:
+namespaces (node ones too), state records, run dirs, processes marked with the lab id.
+"""
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from conftest import NO_RESIDUE, REPO, lab_residue
+
+from nfvlab.labs import LabError
+from nfvlab.labs.embedded import state
+from nfvlab.labs.embedded.cni import LINK_IF, CniLab, tunnel_problem
+from nfvlab.scenario.cni import CniConfigError, CniPath, IperfParams, WrkParams
+from nfvlab.system import netns as nl
+from nfvlab.traffic.tcp import ToolError, run_iperf3, run_wrk, start_nginx
+
+pytestmark = pytest.mark.lab
+
+QUICK = IperfParams(parallel_streams=2, duration_s=1)
+
+
+def cni_residue() -> dict:
+    """lab_residue plus what its patterns do not cover: node namespaces, processes marked with a lab id.
+
+    (nginx rewrites its environment, so it is found by its command line, which names the lab's run dir.)
+    """
+    base = lab_residue()
+    marked = {r.pid for recs in state.marked_processes().values() for r in recs}
+    return {**base, "namespaces": [n for n in state.existing_namespaces() if state.LAB_ID_PATTERN.match(n)],
+            "generator_pids": sorted(marked | {int(p) for p in base["generator_pids"]})}
+
+
+@pytest.fixture
+def no_residue(clean_host):
+    assert cni_residue() == NO_RESIDUE
+    yield
+    assert cni_residue() == NO_RESIDUE
+
+
+def pod_to_pod(lab: CniLab):
+    return run_iperf3(lab, server_ns=lab.ns("pod2"), server_ip=lab.address("pod2"), client_ns=lab.ns("pod1"),
+                      params=QUICK)
+
+
+@pytest.mark.parametrize("data_path", ["direct", "vxlan"])
+def test_pod_to_pod_crosses_the_node_link_on_its_data_path(no_residue, data_path):
+    with CniLab(CniPath(data_path, 1500)) as lab:
+        assert {ns.rsplit("-", 1)[1] for ns in lab.state.namespaces} == {"node1", "node2", "pod1", "pod2"}
+        before = nl.counters(lab.ns("node1"), [LINK_IF])[LINK_IF]["tx_bytes"]
+        r = pod_to_pod(lab)
+        sent = nl.counters(lab.ns("node1"), [LINK_IF])[LINK_IF]["tx_bytes"] - before
+        tunnel = nl.link_exists(lab.ns("node1"), "vxlan0")
+        via_tunnel = nl.counters(lab.ns("node1"), ["vxlan0"])["vxlan0"]["tx_bytes"] if tunnel else 0
+        assert nl.link_mtu(lab.ns("pod1"), "eth0") == (1450 if data_path == "vxlan" else 1500)
+    assert r.goodput_bps > 100e6, r
+    # Everything the pod received crossed node1's end of the link. veth counters count GSO
+    # super-packets (one set of headers per up to 64 kB), so headers add little here.
+    assert r.received_bytes < sent < r.received_bytes * 1.1
+    assert tunnel == (data_path == "vxlan")
+    if tunnel:  # ... and went through the VXLAN device, not around it
+        assert r.received_bytes < via_tunnel < sent
+
+
+def test_sriov_analogue_pod_has_a_direct_port_on_the_node_link(no_residue):
+    with CniLab(CniPath("sriov-analogue", 9000)) as lab:
+        assert not nl.link_exists(lab.ns("node1"), "vpod1")  # no veth through the node's stack
+        assert nl.link_mtu(lab.ns("pod2"), "eth0") == 9000
+        r = pod_to_pod(lab)
+    assert r.goodput_bps > 100e6, r
+
+
+def test_service_dnat_answers_host_to_service_and_only_because_of_the_rule(no_residue):
+    params = WrkParams(duration_s=1, file_bytes=(1000,))
+    with CniLab(CniPath("direct", 1500)) as lab:
+        start_nginx(lab, ns=lab.ns("pod2"), bind_ip=lab.address("pod2"), file_bytes=params.file_bytes)
+        via_service = run_wrk(lab, client_ns=lab.ns("node1"), url="http://198.19.0.10/f1000.bin", params=params)
+        to_pod = run_wrk(lab, client_ns=lab.ns("node1"), url=f"http://{lab.address('pod2')}/f1000.bin",
+                         params=params)
+    assert via_service.requests > 100 and via_service.errors == 0, via_service
+    assert to_pod.requests > 100 and to_pod.errors == 0, to_pod
+    with CniLab(CniPath("direct", 1500), service=False) as lab:
+        start_nginx(lab, ns=lab.ns("pod2"), bind_ip=lab.address("pod2"), file_bytes=params.file_bytes)
+        # Without the rule node2 has no route for the service range: wrk's first connect fails.
+        with pytest.raises(ToolError, match="unable to connect to 198.19.0.10:http"):
+            run_wrk(lab, client_ns=lab.ns("node1"), url="http://198.19.0.10/f1000.bin", params=params)
+
+
+def test_ipip_is_measured_where_the_kernel_has_it_else_refused_with_the_reason(no_residue):
+    why = tunnel_problem("ipip")
+    if why is None:
+        with CniLab(CniPath("ipip", 1500)) as lab:
+            assert nl.link_mtu(lab.ns("pod1"), "eth0") == 1480
+            assert pod_to_pod(lab).goodput_bps > 100e6
+        return
+    with pytest.raises(LabError) as info:
+        CniLab(CniPath("ipip", 1500))
+    assert str(info.value).startswith("data path ipip: not realizable here: the kernel cannot create ipip devices")
+    assert cni_residue() == NO_RESIDUE
+
+
+def test_bad_input_is_refused_before_anything_exists(no_residue):
+    with pytest.raises(CniConfigError, match="^link_mtu_bytes=1300: vxlan needs 50 B"):
+        CniLab(CniPath("vxlan", 1300))
+    with pytest.raises(LabError, match="give a nfvlab.scenario.cni.CniPath"):
+        CniLab("direct")
+    assert cni_residue() == NO_RESIDUE
+
+
+def test_error_while_building_or_running_leaves_nothing(no_residue, monkeypatch):
+    def fail(self, node):
+        raise LabError("nft refused")
+
+    monkeypatch.setattr(CniLab, "_service_rule", fail)  # after namespaces, links and routes exist
+    with pytest.raises(LabError, match="nft refused"), CniLab(CniPath("vxlan", 1500)):
+        pass
+    assert cni_residue() == NO_RESIDUE
+    monkeypatch.undo()
+    with pytest.raises(RuntimeError, match="boom"), CniLab(CniPath("direct", 1500)) as lab:
+        start_nginx(lab, ns=lab.ns("pod2"), bind_ip=lab.address("pod2"), file_bytes=(1000,))
+        assert cni_residue()["generator_pids"]
+        raise RuntimeError("boom")
+
+
+PROGRAM = """
+import time
+from nfvlab.labs.embedded.cni import CniLab
+from nfvlab.scenario.cni import CniPath
+from nfvlab.traffic.tcp import start_nginx
+with CniLab(CniPath("vxlan", 3000)) as lab:
+    start_nginx(lab, ns=lab.ns("pod2"), bind_ip=lab.address("pod2"), file_bytes=(1000,))
+    lab.spawn("iperf3-server", ["iperf3", "-s", "-B", lab.address("pod2")], ns=lab.ns("pod2"))
+    print("up", flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_tears_down_namespaces_processes_and_tables(no_residue, sig):
+    p = subprocess.Popen([sys.executable, "-c", PROGRAM], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, cwd=REPO, env={**os.environ, "NFVLAB_LOCK_WAIT_S": "60"})
+    assert p.stdout.readline().strip() == "up", p.stderr.read()
+    up = cni_residue()
+    assert len(up["namespaces"]) == 4 and len(up["generator_pids"]) >= 2, up
+    node1 = next(n for n in up["namespaces"] if n.endswith("-node1"))
+    tables = subprocess.run(["ip", "netns", "exec", node1, "nft", "list", "tables"], check=False, capture_output=True,
+                            text=True).stdout
+    assert "nfvl-" in tables  # the service rule's table, which must go with the namespace
+    p.send_signal(sig)
+    p.wait(timeout=30)
+    assert cni_residue() == NO_RESIDUE
+    assert "nfvl-" not in subprocess.run(["nft", "list", "tables"], check=False, capture_output=True, text=True).stdout
+
+
+def test_kill9_then_lab_clean_leaves_no_residue(no_residue):
+    p = subprocess.Popen([sys.executable, "-c", PROGRAM], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, cwd=REPO, env={**os.environ, "NFVLAB_LOCK_WAIT_S": "60"})
+    assert p.stdout.readline().strip() == "up", p.stderr.read()
+    p.kill()
+    p.wait()
+    assert len(cni_residue()["namespaces"]) == 4  # nothing tore it down
+    out = subprocess.run([str(REPO / ".venv/bin/nfvlab"), "lab", "clean"], check=False, capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    assert "(cni-vxlan," in out.stdout
+    assert cni_residue() == NO_RESIDUE

@@ -1,0 +1,75 @@
+"""Experiment E's grid (nfvlab.scenario.cni): pure data, every bad value refused with one line."""
+import pytest
+
+from nfvlab.scenario.cni import CniConfigError, CniGrid, CniPath, IperfParams, WrkParams
+
+
+def one_line_error(fn, *args, **kwargs) -> str:
+    with pytest.raises(CniConfigError) as info:
+        fn(*args, **kwargs)
+    text = str(info.value)
+    assert "\n" not in text
+    return text
+
+
+@pytest.mark.parametrize("data_path, link_mtu, pod_mtu", [
+    ("direct", 1500, 1500), ("vxlan", 1500, 1450), ("ipip", 1500, 1480), ("sriov-analogue", 9000, 9000),
+    ("vxlan", 1330, 1280),  # the smallest link MTU that leaves a VXLAN pod the IPv6 minimum
+])
+def test_pod_mtu_is_link_mtu_minus_tunnel_overhead(data_path, link_mtu, pod_mtu):
+    assert CniPath(data_path, link_mtu).pod_mtu_bytes == pod_mtu
+
+
+def test_mtu_a_path_cannot_carry_is_refused_naming_field_and_overhead():
+    text = one_line_error(CniPath, "vxlan", 1329)
+    assert text.startswith("link_mtu_bytes=1329: vxlan needs 50 B")
+    assert ">= 1330" in text
+    CniPath("direct", 1329)  # no overhead: the same link MTU is fine without a tunnel
+
+
+@pytest.mark.parametrize("mtu", [1279, 9001, 0, -1500, 1500.0, True])
+def test_link_mtu_outside_1280_9000_is_refused(mtu):
+    assert "link_mtu_bytes=" in one_line_error(CniPath, "direct", mtu)
+
+
+def test_unknown_tunnel_type_is_refused_with_the_allowed_ones():
+    text = one_line_error(CniPath, "gre", 1500)
+    assert text == "data_path='gre': unknown; allowed: direct, vxlan, ipip, sriov-analogue"
+
+
+@pytest.mark.parametrize("sizes, field", [((0,), "wrk.file_bytes=0"), ((1000, -5), "wrk.file_bytes=-5"),
+                                          ((), "wrk.file_bytes=()"), ((10**9,), "wrk.file_bytes=")])
+def test_file_size_of_zero_or_out_of_range_is_refused(sizes, field):
+    assert field in one_line_error(WrkParams, file_bytes=sizes)
+
+
+def test_seed_defaults_for_wrk_and_fewer_connections_than_threads_refused():
+    w = WrkParams()
+    assert (w.threads, w.connections, min(w.file_bytes), max(w.file_bytes)) == (5, 10, 1_000, 10_000_000)
+    assert "wrk.connections=4" in one_line_error(WrkParams, threads=5, connections=4)
+    assert "iperf.parallel_streams=0" in one_line_error(IperfParams, parallel_streams=0)
+    assert "iperf.duration_s=0" in one_line_error(IperfParams, duration_s=0)
+
+
+def test_grid_expands_every_path_at_every_mtu_in_order():
+    grid = CniGrid(data_paths=("direct", "vxlan"), link_mtus_bytes=(1500, 9000))
+    assert [p.label for p in grid.paths()] == ["direct@1500", "direct@9000", "vxlan@1500", "vxlan@9000"]
+    assert len(list(CniGrid().paths())) == 16
+
+
+def test_grid_refuses_a_cell_its_path_cannot_carry_and_bad_directions():
+    assert "vxlan needs 50 B" in one_line_error(CniGrid, data_paths=("direct", "vxlan"), link_mtus_bytes=(1300,))
+    assert "tcp_directions='host-service'" in one_line_error(CniGrid, tcp_directions=("host-service",))
+    assert "http_directions='node-pod'" in one_line_error(CniGrid, http_directions=("node-pod",))
+
+
+def test_grid_from_params_mapping_names_the_source_and_field():
+    grid = CniGrid.from_dict({"data_paths": ["direct"], "link_mtus_bytes": [1500, 3000],
+                              "iperf": {"parallel_streams": 2, "duration_s": 1},
+                              "wrk": {"file_bytes": [1000, 10000]}, "repetitions": 2})
+    assert (grid.iperf.parallel_streams, grid.wrk.file_bytes, grid.repetitions) == (2, (1000, 10000), 2)
+    text = one_line_error(CniGrid.from_dict, {"wrk": {"file_bytes": [0]}}, source="params.yaml: cni")
+    assert text == "params.yaml: cni: wrk.file_bytes=0: give an integer 1..100000000"
+    assert "params.yaml: tunel: unknown key" in one_line_error(CniGrid.from_dict, {"tunel": 1},
+                                                                 source="params.yaml")
+    assert "wrk.thread: unknown key" in one_line_error(CniGrid.from_dict, {"wrk": {"thread": 5}})
