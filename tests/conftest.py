@@ -33,7 +33,8 @@ def lab_residue() -> dict:
     files = sorted(p.name for p in state.labs_dir().glob("*.json")) if state.labs_dir().exists() else []
     out = subprocess.run(["pgrep", "-af", "nfvl"], capture_output=True, text=True).stdout
     # Processes driving or serving lab resources (nfvl-<6 hex>-... names, lab run dirs).
-    procs = [line.split()[0] for line in out.splitlines()
+    # "pid command" (the command cut at 160 characters): a failure says what was left.
+    procs = [line[:160] for line in out.splitlines()
              if re.search(r"nfvl-[0-9a-f]{6}|/nfvlab/lab-[0-9a-f]{6}", line) and "pytest" not in line]
     other = sorted(str(p) for pat in ("/sys/fs/cgroup/cpuset/nfvl-*", "/run/nfvlab/lab-*",
                                       "/var/run/dpdk/nfvl-*", "/dev/hugepages/nfvl-*")

@@ -61,6 +61,12 @@ def test_signals_at_random_points_leave_no_residue(clean_host, model, extra, run
         assert p.returncode != 0, f"{where}: the run ended as a success"
         assert "Exception ignored" not in err, f"{where}: {err}"
         with state.HostLock("fault-injection check"):  # no other run's lab is up meanwhile
+            # A lab helper command the signal orphaned (ovs-vsctl --timeout=10 on a socket whose
+            # server teardown stopped; seen once in CI) ends by itself within its timeout: wait
+            # that long, no longer. Giving such commands PDEATHSIG is noted in issue 15.
+            deadline = time.monotonic() + 12
+            while lab_residue() != NO_RESIDUE and time.monotonic() < deadline:
+                time.sleep(0.2)
             assert state.marked_processes() == {}, f"{where}: processes of a lab are left"
             assert _binaries() <= before, f"{where}: new {BINARIES} processes are left"
             assert lab_residue() == NO_RESIDUE, f"{where}: {lab_residue()}"
