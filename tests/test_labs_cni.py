@@ -31,7 +31,7 @@ def cni_residue() -> dict:
     base = lab_residue()
     marked = {r.pid for recs in state.marked_processes().values() for r in recs}
     return {**base, "namespaces": [n for n in state.existing_namespaces() if state.LAB_ID_PATTERN.match(n)],
-            "generator_pids": sorted(marked | {int(p) for p in base["generator_pids"]})}
+            "generator_pids": sorted(marked | {int(p.split()[0]) for p in base["generator_pids"]})}
 
 
 @pytest.fixture
