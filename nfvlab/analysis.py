@@ -1,6 +1,6 @@
 """Raw records -> the experiments' tables, claims and figures (deterministic).
 
-:func:`tables` returns the tidy DataFrames of experiment ``a``..``d``;
+:func:`tables` returns the tidy DataFrames of experiments ``a``..``d`` and ``f``;
 :func:`write_experiment` writes what the DVC analysis stages publish
 (``data/tables/experiment_<x>_<name>.csv`` for every name of
 :data:`TABLE_NAMES`, ``figures/experiments/experiment_<x>_*.png``,
@@ -50,12 +50,14 @@ TABLE_NAMES = {
     "b": ("pinning_numa", "claims", "latency"),
     "c": ("combination", "numa", "claims", "latency"),
     "d": ("mrr", "latency"),
+    "f": ("throughput", "claims", "latency"),
 }
 #: Search goal each experiment measures.
-GOALS = {"a": "ndr", "b": "ndr", "c": "ndr", "d": "mrr"}
+GOALS = {"a": "ndr", "b": "ndr", "c": "ndr", "d": "mrr", "f": None}
 #: Frame sizes a table shows when the records have no search at all (every
 #: configuration not realizable): the experiment's published sizes.
-DEFAULT_FRAME_SIZES = {"b": (1518,), "c": (64, 128, 256, 512, 1024, 1280, 1518), "d": (64, "IMIX")}
+DEFAULT_FRAME_SIZES = {"b": (1518,), "c": (64, 128, 256, 512, 1024, 1280, 1518), "d": (64, "IMIX"),
+                       "f": (64, 512, 1518, 9018)}
 #: The draft's Figure 16 models and the local model standing in for each.
 DRAFT_C_ANALOGUES = {"userspace-vpp": "chain-userspace", "combined-sriov-vpp": "chain-combined"}
 #: NUMA scenarios of the draft's claims (Figures 13 and 17) and the frame size they use.
@@ -100,12 +102,16 @@ def _levels(*columns: Iterable, order: Sequence = (), default: Sequence = ()) ->
     return (first + rest) or list(default)
 
 
+#: Table ``status`` of a configuration a note explains, by the note's kind.
+NOTE_STATUS = {"not-realizable": "not realizable", "search-failed": "search failed",
+               "frame-too-large": "frame too large"}
+
+
 def _status(notes: pd.DataFrame, config: dict) -> str:
     """Why ``config`` has no value: the matching note's reason, else "not measured"."""
     for _, n in notes.iterrows():
         if all(_key(n[c]) == _key(v) or (c == "frame_size" and _key(n[c]) is None) for c, v in config.items()):
-            prefix = "not realizable" if n["kind"] == "not-realizable" else "search failed"
-            return f"{prefix}: {n['reason']}"
+            return f"{NOTE_STATUS.get(n['kind'], 'search failed')}: {n['reason']}"
     return "not measured"
 
 
@@ -271,8 +277,15 @@ def _inputs(records: PathLike, letter: str, models: Optional[list[str]]):
     notes = results.not_realizable_frame(records)
     if models is None:
         models = _levels(s["model"], notes["model"])
-    return (_select(s, goal=GOALS[letter], model=list(models)), _select(notes, model=list(models)),
+    goal = GOALS[letter] or _first_goal(s)
+    return (_select(s, goal=goal, model=list(models)), _select(notes, model=list(models)),
             list(models))
+
+
+def _first_goal(searches: pd.DataFrame) -> str:
+    """The goal of an experiment whose params choose it (F: ``mrr`` quick, ``ndr`` full): the first recorded."""
+    goals = [g for g in searches["goal"] if isinstance(g, str)]
+    return goals[0] if goals else "ndr"
 
 
 def _status_of(table: pd.DataFrame, by: str, **conditions) -> dict:
@@ -408,6 +421,124 @@ def tables_d(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
 
 
 # ---------------------------------------------------------------------------
+# experiment F (seed 003): memif vs tap pod interface, MTU 1500 / 9000
+# ---------------------------------------------------------------------------
+#: The seed's pod interfaces and the local models standing for them.
+F_MEMIF, F_TAP = "ovs-dpdk-memif", "ovs-dpdk-tap"
+#: "Far above": memif's rate at least this many times tap's, at the same MTU and frame size.
+FAR_RATIO = 2.0
+#: What the seed's DSA figures need, as the claims table says when a host lacks it.
+DSA_CLAIM = "seed 003: Intel DSA offload of memif copies raises throughput further"
+
+
+def _scaled(searches: pd.DataFrame, model: str, factor: float, level: str) -> pd.DataFrame:
+    """``searches`` with ``model``'s rates times ``factor``, relabelled ``level`` (to test a ratio)."""
+    out = searches.copy()
+    hit = out["model"] == model
+    out.loc[hit, "throughput_pps"] = out.loc[hit, "throughput_pps"] * factor
+    out.loc[hit, "model"] = level
+    return out
+
+
+def _as_gbps(searches: pd.DataFrame) -> pd.DataFrame:
+    """Searches with ``throughput_pps`` replaced by the L2 rate in Gbit/s (claims in bits, not packets)."""
+    return searches.assign(throughput_pps=searches["throughput_gbps_l2"].astype(float))
+
+
+def _dsa_devices(records: PathLike) -> Optional[int]:
+    """Intel DSA devices the host of the records' last run had (provenance), None if not recorded."""
+    paths = [records] if isinstance(records, (str, Path)) else list(records)
+    prov = [r.get("provenance") or {} for p in paths for r in read_records(p) if r["type"] == "run"]
+    value = (prov[-1].get("lab") or {}).get("intel_dsa_devices") if prov else None
+    return None if value is None else int(value)
+
+
+def tables_f(records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
+    """Experiment F (seed 003): memif vs tap pod interface over frame sizes at MTU 1500 and 9000.
+
+    The goal is the one the params chose (``mrr`` in the quick profile, ``ndr`` in the full one).
+
+    Returns
+    -------
+    dict
+        ``throughput``: :func:`config_table` over model x ``mtu_bytes`` x frame size (a frame
+        above a cell's MTU + 18 B has status ``frame too large``), then ``gbps_l2`` (mean at L2,
+        Gbit/s per direction, as the seed plots) and ``goal``. ``claims`` (:data:`CLAIM_COLUMNS`):
+        "memif far above tap" per MTU and frame size, tested as memif > :data:`FAR_RATIO` x tap
+        (tap's repetitions scaled, the pair ``ovs-dpdk-memif > ovs-dpdk-tap x2``); "MTU 9000
+        better than 1500 for large frames" per model, defined as the L2 rate in Gbit/s at the
+        largest frame each MTU carries (9018 B at 9000 against 1518 B at 1500; the level names
+        say so); and the seed's DSA-offload figures, ``not testable`` unless the records' host
+        had Intel DSA devices (provenance ``lab.intel_dsa_devices``).
+    """
+    s, notes, models = _inputs(records, "f", models)
+    goal = _first_goal(s)
+    mtus = _levels(s["mtu_bytes"], notes["mtu_bytes"], default=(1500, 9000))
+    sizes = _levels(s["frame_size"], notes["frame_size"], default=DEFAULT_FRAME_SIZES["f"])
+    table = config_table(s, notes, {"model": models, "mtu_bytes": mtus, "frame_size": sizes}, goal)
+    table["gbps_l2"] = [linerate.pps_to_gbps(v, fs, 2) if pd.notna(v) else np.nan
+                        for v, fs in zip(table["mean_pps"], table["frame_size"])]
+    table["goal"] = goal
+    rows = []
+    tap_far = f"{F_TAP} x{FAR_RATIO:g}"
+    for mtu, fs in itertools.product(mtus, sizes):
+        st = _status_of(table, "model", mtu_bytes=mtu, frame_size=fs)
+        if all(status_kind(st.get(m, "")) == "frame too large" for m in (F_MEMIF, F_TAP)):
+            continue  # nothing was sent at this size: no claim to test
+        st[tap_far] = st.get(F_TAP, "not in the experiment")
+        rows += claim_rows(f"seed 003: memif far above tap at every size ({F_MEMIF} >= {FAR_RATIO:g} x {F_TAP})",
+                           f"MTU {mtu}, {fs} B", [[F_MEMIF, tap_far]],
+                           _scaled(_select(s, mtu_bytes=mtu, frame_size=fs), F_TAP, FAR_RATIO, tap_far),
+                           "model", st)
+    if 1500 in mtus and 9000 in mtus:
+        big = {9000: max((f for f in sizes if f != "IMIX" and f <= 9018), default=9018),
+               1500: max((f for f in sizes if f != "IMIX" and f <= 1518), default=1518)}
+        level = {m: f"MTU {m} at {big[m]} B" for m in big}
+        for model in models:
+            parts = [_select(s, model=model, mtu_bytes=m, frame_size=big[m]).assign(cell=level[m]) for m in big]
+            sub = _as_gbps(pd.concat(parts, ignore_index=True))
+            st = {level[m]: _status_of(table, "mtu_bytes", model=model, frame_size=big[m]).get(m, "not measured")
+                  for m in big}
+            rows += claim_rows("seed 003: MTU 9000 better than 1500 for large frames (L2 Gbit/s at the largest "
+                               "frame each MTU carries)", model, [[level[9000], level[1500]]], sub, "cell", st)
+    dsa = _dsa_devices(records)
+    if not dsa:
+        why = ("this host has no Intel DSA (no /sys/bus/dsa devices when the run was recorded)" if dsa == 0
+               else "the records do not say whether the host had Intel DSA")
+        rows.append({"claim": DSA_CLAIM, "condition": "all sizes", "verdict": "not testable", "n": 0,
+                     "detail": f"on this host: {why}"})
+    else:
+        rows.append({"claim": DSA_CLAIM, "condition": "all sizes", "verdict": "not testable", "n": 0,
+                     "detail": f"{dsa} DSA device(s) present, but nfvlab has no DSA-offloaded memif model"})
+    return {"throughput": table, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)}
+
+
+def figures_f(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[Path]:
+    """``experiment_f_throughput.png``: L2 Gbit/s vs frame size, memif vs tap, one panel per MTU, 95 % CI."""
+    t = tabs["throughput"]
+    data = t[t["status"] == "measured"].copy()
+    for c in ("ci_low", "ci_high"):
+        data[f"{c}_gbps"] = [linerate.pps_to_gbps(v, fs, 2) if pd.notna(v) else np.nan
+                             for v, fs in zip(data[f"{c}_pps"], data["frame_size"])]
+    mtus = list(dict.fromkeys(t["mtu_bytes"])) or [None]
+    goal = str(t["goal"].iloc[0]).upper() if len(t) else "NDR"
+    with figure_style(dpi):
+        fig = new_figure((5.2 * len(mtus), 4.4))
+        axes = np.atleast_1d(fig.subplots(1, len(mtus), sharey=True))
+        for ax, mtu in zip(axes, mtus):
+            d = data[data["mtu_bytes"] == mtu]
+            if d.empty:
+                ax.text(0.5, 0.5, "no configuration measured", ha="center", va="center")
+                continue
+            throughput_vs_frame_size(d, y="gbps_l2", hue="model", ax=ax, x_scale="log2", ci_low="ci_low_gbps",
+                                     ci_high="ci_high_gbps", title=f"MTU {mtu}",
+                                     ylabel=f"{goal} [Gbit/s L2 per direction]")
+        fig.suptitle(f"Experiment F (seed 003): memif vs tap pod interface, {goal} per direction,\n"
+                     f"mean and 95 % t-interval; {_HOST_ONLY}", fontsize=9)
+        return [save_png(fig, out / "experiment_f_throughput.png")]
+
+
+# ---------------------------------------------------------------------------
 # figures, metrics, the generic writer
 # ---------------------------------------------------------------------------
 _HOST_ONLY = "measured on this host only, not the draft's testbed"
@@ -522,6 +653,10 @@ def metrics_values(letter: str, tabs: dict[str, pd.DataFrame]) -> dict:
         return {**_metric_values(tabs["combination"], ["model", "frame_size"], "ndr_kpps"),
                 **_metric_values(tabs["numa"], ["model", "numa", "frame_size"], "ndr_kpps", prefix="numa/"),
                 **_claim_counts(tabs["claims"])}
+    if letter == "f":
+        goal = str(tabs["throughput"]["goal"].iloc[0]) if len(tabs["throughput"]) else "ndr"
+        return {**_metric_values(tabs["throughput"], ["model", "mtu_bytes", "frame_size"], f"{goal}_kpps"),
+                **_claim_counts(tabs["claims"])}
     return _metric_values(tabs["mrr"], ["model", "topology", "frame_size", "instances", "nfs"], "mrr_kpps")
 
 
@@ -596,10 +731,10 @@ def throughput_figure(table: pd.DataFrame, title: str, path: Path, dpi: int = 11
 
 
 _TABLES: dict[str, Callable[..., dict[str, pd.DataFrame]]] = {
-    "a": tables_a, "b": tables_b, "c": tables_c, "d": tables_d}
+    "a": tables_a, "b": tables_b, "c": tables_c, "d": tables_d, "f": tables_f}
 _FIGURES: dict[str, Callable[..., list[Path]]] = {
     "a": lambda tabs, out, dpi=110: [figure_a(tabs["throughput"], out / "experiment_a_throughput.png", dpi)],
-    "b": figures_b, "c": figures_c, "d": figures_d}
+    "b": figures_b, "c": figures_c, "d": figures_d, "f": figures_f}
 
 
 def _letter(letter: str) -> str:
@@ -609,10 +744,10 @@ def _letter(letter: str) -> str:
 
 
 def tables(letter: str, records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
-    """The tables of experiment ``letter`` ("a".."d"), named as in :data:`TABLE_NAMES`.
+    """The tables of experiment ``letter`` ("a".."d", "f"), named as in :data:`TABLE_NAMES`.
 
     ``models``: the params file's models (default: every model in the records).
-    See :func:`tables_a`, :func:`tables_b`, :func:`tables_c`, :func:`tables_d`, and
+    See :func:`tables_a`, :func:`tables_b`, :func:`tables_c`, :func:`tables_d`, :func:`tables_f`, and
     :func:`latency_table` (``latency``, every experiment).
     """
     return {**_TABLES[_letter(letter)](records, models), "latency": latency_table(records, models)}

@@ -6,7 +6,7 @@
     nfvlab trial --model M --frame-size N --rate-pps R --duration-s D [--json]
     nfvlab search (--model M | --port NS:IFACE --port NS:IFACE) --frame-size N --goal ndr [--json]
     nfvlab calibrate [--frame-sizes 64,512,1518] [--json]
-    nfvlab analyze a|b|c|d --params P --records R --metrics M [--tables DIR] [--figures DIR]
+    nfvlab analyze a|b|c|d|e|f --params P --records R --metrics M [--tables DIR] [--figures DIR]
     nfvlab figures reference --out figures/reference
 
 Every argument is validated (one line naming what is wrong and what is allowed,
@@ -145,7 +145,7 @@ def _build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--json", action="store_true")
 
     an = sub.add_parser("analyze", help="tables, claims, figures and metrics of an experiment")
-    an.add_argument("experiment", choices=["a", "b", "c", "d"])
+    an.add_argument("experiment", choices=["a", "b", "c", "d", "e", "f"])
     an.add_argument("--params", type=Path, required=True, help="the experiment's params file")
     an.add_argument("--records", type=Path, required=True, nargs="+",
                     help="records file(s); several (a papermill batch) are analysed together")
@@ -509,6 +509,8 @@ def _dummy_known_path():
 
 
 def cmd_analyze(a) -> int:
+    if a.experiment == "e":
+        return _analyze_e(a)
     from nfvlab import analysis
 
     exp = P.load(a.params)
@@ -528,6 +530,33 @@ def cmd_analyze(a) -> int:
         paths = analysis.write_experiment(a.experiment, records, exp.models, a.tables, a.figures, a.metrics)
     except RecordsError as err:
         raise CliError(f"--records {shown}: {err}") from None
+    for p in paths:
+        print(p)
+    return 0
+
+
+def _analyze_e(a) -> int:
+    """Experiment E (CNI TCP/HTTP): its params are a CNI grid, its records tool measurements."""
+    from nfvlab import analysis_cni, experiment_cni, results
+    from nfvlab.records import RecordsError
+
+    try:
+        experiment_cni.load(a.params)  # a bad params file fails the stage, as for A-D
+    except experiment_cni.CniConfigError as err:
+        raise CliError(str(err)) from None
+    _check_outputs(metrics=(a.metrics, "file"), tables=(a.tables, "dir"), figures=(a.figures, "dir"))
+    if len(a.records) != 1:
+        raise CliError("--records: experiment e takes one records file")
+    records = a.records[0]
+    if not records.exists():
+        raise CliError(f"--records {records}: no such file (run the experiment's measurement stage first)")
+    try:
+        if results.measurements_frame(records).empty and results.notes_frame(records).empty:
+            raise CliError(f"--records {records}: no completed run with results (run the experiment's "
+                           "measurement stage first)")
+        paths = analysis_cni.write_experiment(records, a.tables, a.figures, a.metrics)
+    except RecordsError as err:
+        raise CliError(f"--records {records}: {err}") from None
     for p in paths:
         print(p)
     return 0

@@ -35,21 +35,28 @@ from nfvlab.trial import run_trial
 
 
 def scenarios(params: ExperimentParams) -> list[Scenario]:
-    """The grid: models x pinning x NUMA scenarios (x density cells)."""
+    """The grid: models x MTUs x pinning x NUMA scenarios (x density cells)."""
     r = params.resources
     out = []
     for model in params.models:
-        for pin in r.pinning:
-            for numa in r.numa:
-                res = Resources(pinning=pin, numa=numa, noisy_load_pct=r.noisy_load_pct,
-                                hugepages=r.hugepages, pcdr4sw=r.pcdr4sw, pcdr4nf=r.pcdr4nf)
-                if params.density is None:
-                    out.append(Scenario(model, res))
-                    continue
-                d = params.density
-                out += [Scenario(model, res, density=DensityCell(t, i, n)) for t in d.topologies
-                        for i in d.instances for n in d.nfs_per_instance]
+        for mtu in params.mtu_bytes or [None]:
+            for pin in r.pinning:
+                for numa in r.numa:
+                    res = Resources(pinning=pin, numa=numa, noisy_load_pct=r.noisy_load_pct,
+                                    hugepages=r.hugepages, pcdr4sw=r.pcdr4sw, pcdr4nf=r.pcdr4nf)
+                    if params.density is None:
+                        out.append(Scenario(model, res, mtu_bytes=mtu))
+                        continue
+                    d = params.density
+                    out += [Scenario(model, res, density=DensityCell(t, i, n), mtu_bytes=mtu)
+                            for t in d.topologies for i in d.instances for n in d.nfs_per_instance]
     return out
+
+
+def frame_fits(scenario: Scenario, frame_size) -> bool:
+    """Whether ``frame_size`` fits a scenario with its own MTU (``mtu_bytes``; IMIX: its 1518 B frames)."""
+    largest = 1518 if frame_size == "IMIX" else int(frame_size)
+    return scenario.mtu_bytes is None or largest - 18 <= scenario.mtu_bytes
 
 
 def check(params: ExperimentParams, backend=None) -> None:
@@ -70,7 +77,12 @@ def check(params: ExperimentParams, backend=None) -> None:
         if backend.check(sc):
             continue
         mtu = backend.mtu(sc)
+        if sc.mtu_bytes is not None and mtu < sc.mtu_bytes:
+            raise measure.InputError(f"mtu_bytes: {sc.mtu_bytes} is above what {sc.model}'s ports carry on "
+                                     f"the {backend.kind} lab ({mtu})")
         for fs in params.traffic.frame_sizes:
+            if not frame_fits(sc, fs):
+                continue  # skipped with a frame-too-large note, never sent
             try:
                 measure.check_inputs(fs, port_speed=params.lab.port_speed, mtu=mtu, rates_pps=rates,
                                      duration_s=params.trial.duration_s)
@@ -124,10 +136,16 @@ def run_experiment(params: ExperimentParams, records: Union[str, Path], *, backe
                 for sc in grid:
                     if why[sc]:
                         rec.note(f"not realizable: {why[sc][0]}", kind="not-realizable", **sc.labels())
+                    for fs in params.traffic.frame_sizes:
+                        if not why[sc] and not frame_fits(sc, fs):
+                            rec.note(f"frame too large: {fs} B frames do not fit MTU {sc.mtu_bytes} "
+                                     f"(at most {sc.mtu_bytes + 18} B); not sent", kind="frame-too-large",
+                                     frame_size=fs, **sc.labels())
             done = previous.done if previous else set()
-            todo = [(rep, sc, fs) for rep in range(params.repetitions) for sc in runnable
-                    for fs in params.traffic.frame_sizes if _key(sc.labels(), fs, rep) not in done]
-            total = len(runnable) * params.repetitions * len(params.traffic.frame_sizes)
+            cells = [(sc, fs) for sc in runnable for fs in params.traffic.frame_sizes if frame_fits(sc, fs)]
+            todo = [(rep, sc, fs) for rep in range(params.repetitions) for sc, fs in cells
+                    if _key(sc.labels(), fs, rep) not in done]
+            total = len(cells) * params.repetitions
             bar = Progress(params.experiment, len(todo), enabled=progress)
             bar.note(f"{len(runnable)} of {len(grid)} configurations realizable on this {backend.kind} lab, "
                      f"{params.repetitions} repetition(s), {len(params.traffic.frame_sizes)} frame size(s): "

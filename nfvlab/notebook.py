@@ -20,7 +20,7 @@ from typing import Iterator, Optional, Union
 
 import pandas as pd
 
-from nfvlab import analysis, latency
+from nfvlab import analysis, analysis_cni, latency
 
 PathLike = Union[str, Path]
 
@@ -83,11 +83,11 @@ def experiment_outputs(letter: str, records: PathLike, models: Optional[list[str
     Parameters
     ----------
     letter : str
-        ``"a"`` .. ``"d"``.
+        ``"a"`` .. ``"e"`` (``"e"``: :mod:`nfvlab.analysis_cni`).
     records : path
         The records file (the analysis uses its latest completed run).
     models : list of str or None
-        The params file's models (None: every model in the records).
+        The params file's models (None: every model in the records; ignored for ``"e"``).
     figures_dir : path, optional
         Where the PNGs are written (default: a new temporary directory, removed when
         the kernel exits: a notebook embeds the images it displays).
@@ -104,6 +104,8 @@ def experiment_outputs(letter: str, records: PathLike, models: Optional[list[str
         figures_dir = tempfile.mkdtemp(prefix=f"nfvlab-{letter}-")
         atexit.register(shutil.rmtree, figures_dir, True)  # displayed images are embedded in the notebook
     figures_dir = Path(figures_dir)
+    if letter == "e":
+        return _outputs_e(records, figures_dir)
     tabs = analysis.tables(letter, records, models)
     out: list[tuple[str, Union[pd.DataFrame, Path, str]]] = []
     for name in _claims_last(letter):
@@ -122,6 +124,18 @@ def experiment_outputs(letter: str, records: PathLike, models: Optional[list[str
                     tabs["claims"].reset_index(drop=True)))
     else:
         out.append(("claims", f"experiment {letter.upper()} tests no claim of the draft (seed 001 states none)."))
+    return out
+
+
+def _outputs_e(records: PathLike, figures_dir: Path) -> list[tuple[str, Union[pd.DataFrame, Path, str]]]:
+    """Experiment E's tables (:data:`nfvlab.analysis_cni.TABLE_NAMES` but the claims), figures, then claims."""
+    tabs = analysis_cni.tables(records)
+    out: list[tuple[str, Union[pd.DataFrame, Path, str]]] = [
+        (name.replace("_", " "), tabs[name].reset_index(drop=True)) for name in analysis_cni.TABLE_NAMES
+        if name != "claims"]
+    out += [(f"figure: {p.stem}", p) for p in analysis_cni.figures(tabs, figures_dir)]
+    out.append(("claims (holds / contradicted / inconclusive / not testable here)",
+                tabs["claims"].reset_index(drop=True)))
     return out
 
 

@@ -398,6 +398,12 @@ class ExperimentParams(_Strict):
     trial at ``traffic.latency_pps``). Empty: no latency trials."""
     latency_goal: Literal["ndr", "pdr"] = "pdr"
     """Goal whose rate the load fractions apply to (the search's first goal when it has no such goal)."""
+    mtu_bytes: Optional[list[Annotated[int, Field(ge=1280, le=linerate.MAX_FRAME_BYTES - 18)]]] = Field(
+        default=None, min_length=1)
+    """IP MTU grid axis, bytes (1280..9000): every model is measured at each MTU, set on the
+    whole data path (cables, vSwitch ports, DPDK apps, pod interfaces) and recorded as the
+    ``mtu_bytes`` label; a frame size above a cell's MTU + 18 B is skipped with a
+    ``frame-too-large`` note. ``null``: the lab's MTU (``lab.mtu``), capped by each model's ports."""
 
     @field_validator("latency_load_fractions")
     @classmethod
@@ -405,6 +411,26 @@ class ExperimentParams(_Strict):
         if len(set(v)) != len(v):
             raise ValueError("each load fraction once")
         return v
+
+    @field_validator("mtu_bytes")
+    @classmethod
+    def _unique_mtus(cls, v: Optional[list[int]]) -> Optional[list[int]]:
+        if v is not None and len(set(v)) != len(v):
+            raise ValueError("each MTU once")
+        return v
+
+    @model_validator(mode="after")
+    def _mtus_fit(self) -> "ExperimentParams":
+        if self.mtu_bytes is None:
+            return self
+        too_big = [m for m in self.mtu_bytes if m > self.lab.mtu]
+        if too_big:
+            raise ValueError(f"mtu_bytes: {too_big[0]} is above the lab's link MTU lab.mtu ({self.lab.mtu})")
+        largest = max(self.mtu_bytes) + 18
+        sizes = [f for f in self.traffic.frame_sizes if f != "IMIX" and f > largest]
+        if sizes:
+            raise ValueError(f"traffic.frame_sizes: {sizes[0]} is above the largest mtu_bytes + 18 ({largest})")
+        return self
 
     @model_validator(mode="after")
     def _density_switch(self) -> "ExperimentParams":

@@ -15,6 +15,10 @@ Every object has a ``type``:
     RFC 9971 goal applied (``goal_*``), the relevant bounds, the conditional
     throughput, ``flags`` / ``regular`` (rates per direction, packets/s; see
     ``docs/records.md``). Older records lack some of these fields.
+``measurement``
+    One run of a benchmark tool (``tool``: ``iperf3``, ``wrk``; experiment E),
+    its parsed ``result`` (a dict, e.g. :class:`nfvlab.traffic.tcp.IperfResult`)
+    with ``labels``.
 ``note``
     Free ``text`` with ``labels`` (e.g. ``"not realizable: no SR-IOV"``).
 ``end``
@@ -52,7 +56,7 @@ PathLike = Union[str, os.PathLike]
 #: Format version, stored in every ``run`` record as ``format``.
 FORMAT_VERSION = 1
 
-RECORD_TYPES = ("run", "trial", "search", "note", "end")
+RECORD_TYPES = ("run", "trial", "search", "measurement", "note", "end")
 END_STATUSES = ("completed", "failed", "interrupted")
 
 #: Columns of :func:`trials_frame` other than labels and per-direction latency.
@@ -341,6 +345,22 @@ class RecordWriter:
             }
         )
 
+    def measurement(self, tool: str, result: Any, **labels: Any) -> dict:
+        """Record one benchmark-tool run: ``tool`` (e.g. ``iperf3``), its parsed ``result``, ``labels``.
+
+        ``result`` is a dict or a dataclass (stored as its fields); labels are free, as for searches.
+        """
+        return self._write(
+            {
+                "type": "measurement",
+                "run_id": self.run_id,
+                "time": utc_now(),
+                "tool": str(tool),
+                "labels": dict(labels),
+                "result": dataclasses.asdict(result) if dataclasses.is_dataclass(result) else dict(result),
+            }
+        )
+
     def note(self, text: str, **labels: Any) -> dict:
         """Record free text, e.g. ``"not realizable: <reason>"``."""
         return self._write(
@@ -601,6 +621,7 @@ RUN_COLUMNS: tuple[str, ...] = (
     "elapsed_s",
     "trials",
     "searches",
+    "measurements",
     "notes",
     "hostname",
     "kernel",
@@ -638,7 +659,7 @@ def runs_frame(paths: Union[PathLike, Iterable[PathLike]]) -> "pd.DataFrame":
             ``ended_at`` is NaT for an incomplete run.
         elapsed_s : float
             ``ended_at - started_at`` in seconds (NaN if incomplete).
-        trials, searches, notes : int
+        trials, searches, measurements, notes : int
             Numbers of such records in the run.
         hostname, kernel, nfvlab_version, git_revision, git_dirty
             Copied from the provenance for convenience.
@@ -660,6 +681,7 @@ def runs_frame(paths: Union[PathLike, Iterable[PathLike]]) -> "pd.DataFrame":
                     "error": None,
                     "trials": 0,
                     "searches": 0,
+                    "measurements": 0,
                     "notes": 0,
                 }
             kind = rec["type"]
@@ -677,11 +699,12 @@ def runs_frame(paths: Union[PathLike, Iterable[PathLike]]) -> "pd.DataFrame":
                 row.update(status=rec.get("status"), error=rec.get("error"),
                            ended_at=rec.get("ended_at"))
             else:
-                row[{"trial": "trials", "search": "searches", "note": "notes"}[kind]] += 1
+                row[{"trial": "trials", "search": "searches", "measurement": "measurements",
+                     "note": "notes"}[kind]] += 1
     df = pd.DataFrame(list(runs.values()), columns=list(RUN_COLUMNS))
     for col in ("started_at", "ended_at"):
         df[col] = pd.to_datetime(df[col], utc=True, errors="coerce", format="ISO8601")
     df["elapsed_s"] = (df["ended_at"] - df["started_at"]).dt.total_seconds()
-    for col in ("trials", "searches", "notes"):
+    for col in ("trials", "searches", "measurements", "notes"):
         df[col] = df[col].astype("int64")
     return df

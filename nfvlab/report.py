@@ -41,7 +41,8 @@ CLIPPED_MARK = "*"
 CLIPPED_NOTE = (f"{CLIPPED_MARK} the 95 % t-interval reaches below 0 at this small n; a rate or latency "
                 "cannot be negative, so the lower bound is shown clipped at 0 (docs/methodology.md).")
 #: Key columns and their display names (units in brackets).
-KEY_NAMES = {"model": "model", "draft_model": "draft model", "section": "draft section", "pinning": "pinning",
+KEY_NAMES = {"data_path": "data path", "link_mtu_bytes": "link MTU [B]", "direction": "direction",
+             "file_bytes": "file [B]", "mtu_bytes": "MTU [B]", "model": "model", "draft_model": "draft model", "section": "draft section", "pinning": "pinning",
              "numa": "NUMA", "noisy_load_pct": "noisy neighbour [% CPU]", "topology": "topology",
              "frame_size": "frame size [B]", "instances": "service instances", "nfs": "NFs per instance",
              "goal": "goal", "load_fraction": "load [% of rate]", "claim": "claim", "condition": "condition"}
@@ -64,6 +65,24 @@ EXPERIMENTS = {
           "Maximum receive rate (MRR, packets/s per direction) per topology and frame size over "
           "service instances x NFs per instance, with the density note's published cells beside "
           "and the cores the note's formula allots each cell next to this host's CPU count."),
+    "e": ("Experiment E: CNI data paths, TCP and HTTP (seed 002)",
+          "Two \"nodes\" (network namespaces) cabled by one link whose MTU is swept, a pod on each, one CNI "
+          "data path between them: direct routing (Calico without a tunnel), VXLAN (Flannel/Cilium-like), "
+          "IPIP where the kernel has it, the SR-IOV analogue (a direct port). TCP goodput with iperf3 (node "
+          "to pod, pod to pod) and HTTP with wrk (5 threads, 10 connections) against nginx in the pod, to "
+          "the pod and to a ClusterIP-style service (nftables DNAT). Segmentation offloads off, so that "
+          "per-packet costs scale with the MTU as on the seed's NIC (`docs/experiment-e.md`). The seed "
+          "publishes figures without tables: only its qualitative claims are compared. Claims use "
+          "Welch's t (orders) and TOST within +/-10 % (\"about equal\", \"barely matters\"), Holm-adjusted."),
+    "f": ("Experiment F: memif vs a tap pod interface, MTU 1500 and 9000 (seed 003)",
+          "A single-core forwarding pod (DPDK testpmd) behind OVS-DPDK (the local stand-in for Calico/VPP) "
+          "with memif interfaces or kernel tap interfaces it reads through the kernel (the seed's tun), "
+          "frame-size scaling at MTU 1500 and 9000 with jumbo frames end to end (`docs/experiment-f.md`). "
+          "The rate is the params' goal (column *goal*): the quick profile's MRR offers a fixed rate "
+          "(`search.max_rate_pps`), so memif's value there is a floor of its capacity; the full profile "
+          "searches the NDR. Frames larger than a cell's MTU are not sent (\"frame too large\"). "
+          "\"Far above\" means at least 2x; \"MTU 9000 better\" compares L2 Gbit/s at the largest frame "
+          "each MTU carries. The seed's Intel DSA figures need hardware this host lacks."),
 }
 #: Captions of the tables (``experiment_<x>_<name>.csv``).
 CAPTIONS = {
@@ -75,6 +94,8 @@ CAPTIONS = {
     "mrr": "MRR matrix cells (this host; density note cells and core usage beside)",
     "latency": "Latency under load (this host): one-way latency percentiles p50 .. p99.9 per model, of the "
                "probes at fractions of the rate found (0 % = probes only), mean [95 % CI] over repetitions (n), µs",
+    "tcp": "TCP goodput per data path, link MTU and direction (iperf3, this host)",
+    "http": "HTTP requests/s per data path, link MTU, direction and file size (wrk against nginx, this host)",
     "claims": "The draft's claims on this host (verdict: holds / contradicted / inconclusive / not testable, "
               "with the deciding pair's test, Holm-adjusted p, effect size and n)",
 }
@@ -82,7 +103,7 @@ CAPTIONS = {
 KUBERNETES_A = "experiment_a_kubernetes"
 #: The records of each table folder: ``<records_dir>/<name>.jsonl``.
 RECORDS = {"a": "experiment_a", "a (Kubernetes)": KUBERNETES_A, "b": "experiment_b", "c": "experiment_c",
-           "d": "experiment_d"}
+           "d": "experiment_d", "e": "experiment_e", "f": "experiment_f"}
 
 
 class Section(NamedTuple):
@@ -299,8 +320,9 @@ def provenance_table(records_dir: PathLike = "data/raw") -> pd.DataFrame:
         CPUs), ``numa_nodes``, ``kernel``, ``links`` (the generator's ports, e.g.
         ``af_packet on veth``; the NIC when it drives one), ``lab_kind``,
         ``profile`` (params file), ``repetitions``, ``generator`` (name, version,
-        scheduling) and ``ceiling`` (calibrated ceiling per frame size, kpps per
-        direction, or "unknown (not calibrated)"). Missing facts read "unknown".
+        scheduling; experiment E: its tools' versions) and ``ceiling`` (calibrated
+        ceiling per frame size, kpps per direction, or "unknown (not calibrated)";
+        E: "not applicable"). Missing facts read "unknown".
     """
     rows = []
     for name, stem in RECORDS.items():
@@ -322,14 +344,15 @@ def provenance_table(records_dir: PathLike = "data/raw") -> pd.DataFrame:
             "cores": prov.get("cpu_affinity_count") or prov.get("cpu_count") or unknown,
             "numa_nodes": prov.get("numa_nodes") or unknown,
             "kernel": prov.get("kernel") or unknown,
-            "links": ident.get("ports") or unknown,
+            # Experiment E has no packet generator: its tools and its lab's link stand in.
+            "links": ident.get("ports") or lab.get("lab") or unknown,
             "lab_kind": lab.get("lab_kind") or (params.get("lab") or {}).get("kind") or unknown,
             "profile": params.get("source") or unknown,
             "repetitions": params.get("repetitions") or unknown,
             "generator": " ".join(str(x) for x in (ident.get("name"), ident.get("version"),
                                                    f"sched={ident['sched']}" if ident.get("sched") else None)
-                                  if x) or unknown,
-            "ceiling": _ceilings_text(gen),
+                                  if x) or "; ".join((lab.get("tools") or {}).values()) or unknown,
+            "ceiling": _ceilings_text(gen) if gen or not lab.get("tools") else "not applicable (TCP/HTTP tools)",
         })
     cols = ["experiment", "run_id", "date", "git_revision", "host_cpu", "cores", "numa_nodes", "kernel", "links",
             "lab_kind", "profile", "repetitions", "generator", "ceiling"]
@@ -537,6 +560,13 @@ def _table_sections(caption: str, table: pd.DataFrame, uid: str, text: str = "")
                     styled(part, f"{uid}p{i}"), []) for i, part in enumerate(parts, 1)]
 
 
+def _goal_of(table_path: Path) -> str:
+    """The goal an experiment's params chose (F: ``mrr`` or ``ndr``), from its first table's ``goal`` column."""
+    table = _read(table_path) if table_path.exists() else pd.DataFrame()
+    goals = table["goal"].dropna() if "goal" in table.columns else table
+    return str(goals.iloc[0]) if len(goals) else "ndr"
+
+
 def experiment_sections(letter: str, tables_dir: PathLike, figures_dir: PathLike,
                         records_dir: Optional[PathLike] = None) -> list[Section]:
     """The sections of one experiment: its text and figures, each table formatted, latency, changes, gaps."""
@@ -551,13 +581,16 @@ def experiment_sections(letter: str, tables_dir: PathLike, figures_dir: PathLike
         return [Section(title, f"{text}\n\n*Not run yet*: no `experiment_{letter}_*.csv` in `{tables_dir}`.",
                         None, [])]
     out = [Section(title, text, None, figures)]
-    rate = GOALS[letter].upper()
+    goal = GOALS[letter] or _goal_of(paths[0])
+    rate = goal.upper()
     frames = []
     for name, p in zip(TABLE_NAMES[letter], paths):
         if not p.exists():
             out.append(Section(CAPTIONS[name], f"*Not run yet*: `{p.name}` is missing.", None, []))
             continue
         frames.append(_read(p))
+        if "goal" in frames[-1].columns and frames[-1]["goal"].nunique(dropna=False) <= 1:
+            frames[-1] = frames[-1].drop(columns="goal")  # said once, in the rate's header
         if name == "latency":
             if frames[-1]["mean_ns"].notna().any():
                 out += _table_sections(CAPTIONS[name], latency_text(frames[-1]), f"{letter}_{name}")
@@ -570,7 +603,7 @@ def experiment_sections(letter: str, tables_dir: PathLike, figures_dir: PathLike
     records = _records_dir(tables_dir.parent if tables_dir.name == f"experiment_{letter}" else tables_dir,
                            records_dir) / f"experiment_{letter}.jsonl"
     if records.exists():
-        ch = run_changes(records, GOALS[letter])
+        ch = run_changes(records, goal)
         head = f"{title.split(':')[0]}: changes against the previous run"
         if ch.empty:
             out.append(Section(head, "No previous completed run in the records to compare with.", None, []))
@@ -589,6 +622,66 @@ def experiment_sections(letter: str, tables_dir: PathLike, figures_dir: PathLike
                        f"{n_missing} configuration(s) without a value; the tables above show them as \"—\" "
                        "with the reason in *why no value*." if n_missing else "Every configuration was measured.",
                        None, []))
+    return out
+
+
+def cni_table_text(table: pd.DataFrame) -> pd.DataFrame:
+    """Experiment E's ``tcp`` or ``http`` table as text (:mod:`nfvlab.analysis_cni` columns).
+
+    Key columns with units; ``"goodput [Gbit/s] mean [95 % CI]"`` (TCP) or
+    ``"requests/s mean [95 % CI]"`` (HTTP), ``"n"``, ``"CV [%]"``, the other
+    statistics with units (``"HTTP errors"`` only where wrk saw some); "—" and ``"why no value"`` (its kind, e.g. ``not realizable``)
+    where a path was not measured.
+    """
+    t = table.reset_index(drop=True)
+    measured = t["status"].eq("measured")
+    out = pd.DataFrame({KEY_NAMES[c]: t[c].map(_plain) for c in t.columns if c in KEY_NAMES})
+    if "mean_gbps" in t.columns:
+        out["goodput [Gbit/s] mean [95 % CI]"] = [
+            interval_text(m, lo, hi, scale=1, digits=2) if ok else "—"
+            for m, lo, hi, ok in zip(t["mean_gbps"], t["ci_low_gbps"], t["ci_high_gbps"], measured)]
+    else:
+        out["requests/s mean [95 % CI]"] = [
+            interval_text(m, lo, hi, scale=1, digits=0) if ok else "—"
+            for m, lo, hi, ok in zip(t["mean_rps"], t["ci_low_rps"], t["ci_high_rps"], measured)]
+    out["n"] = t["n"].map(_plain)
+    out["CV [%]"] = [f"{float(v) * 100:.1f}" if ok and _num(v) is not None else "—" for v, ok in zip(t["cv"], measured)]
+    names = {"pod_mtu_bytes": ("pod MTU [B]", "{:.0f}"), "retransmits_mean": ("TCP retransmits (mean)", "{:.1f}"),
+             "transfer_gbps": ("transfer [Gbit/s]", "{:.2f}"), "latency_p99_us_mean": ("p99 latency [µs]", "{:.0f}"),
+             "errors": ("HTTP errors", "{:.0f}")}
+    for c, (name, fmt) in names.items():
+        # Errors only when wrk saw some (the caption says "no errors" otherwise): keeps the table one part.
+        if c in t.columns and not (c == "errors" and not (pd.to_numeric(t[c], errors="coerce").fillna(0) > 0).any()):
+            out[name] = [fmt.format(float(v)) if ok and _num(v) is not None else "—" for v, ok in zip(t[c], measured)]
+    if not measured.all():
+        # The kind only: the reason is said once per data path in the section below the tables.
+        out["why no value"] = [("" if ok else status_kind(s)) for s, ok in zip(t["status"], measured)]
+    return out
+
+
+def cni_sections(tables_dir: PathLike, figures_dir: PathLike) -> list[Section]:
+    """Experiment E's sections: text and figures, the TCP and HTTP tables, what could not be built."""
+    title, text = EXPERIMENTS["e"]
+    tables_dir, fig_dir = _own_dir(Path(tables_dir), "e"), _own_dir(Path(figures_dir) / "experiments", "e")
+    tcp, http = tables_dir / "experiment_e_tcp.csv", tables_dir / "experiment_e_http.csv"
+    if not (tcp.exists() or http.exists()):
+        return [Section(title, f"{text}\n\n*Not run yet*: no `experiment_e_*.csv` in `{tables_dir}`.", None, [])]
+    out = [Section(title, text, None, sorted(fig_dir.glob("experiment_e_*.png")))]
+    for name, path in (("tcp", tcp), ("http", http)):
+        if path.exists():
+            table = _read(path)
+            clean = name == "http" and not (pd.to_numeric(table["errors"], errors="coerce").fillna(0) > 0).any()
+            out += _table_sections(CAPTIONS[name], cni_table_text(table), f"e_{name}",
+                                   "wrk reported no errors (socket errors, non-2xx answers) in any run." if clean
+                                   else "")
+        else:
+            out.append(Section(CAPTIONS[name], f"*Not run yet*: `{path.name}` is missing.", None, []))
+    gaps = tables_dir / "experiment_e_not_realizable.csv"
+    missing = _read(gaps) if gaps.exists() else pd.DataFrame()
+    paths = missing.drop_duplicates(["data_path", "reason"]) if len(missing) else missing
+    out.append(Section("Experiment E: not realizable or not measured on this host",
+                       "; ".join(f"**{r.data_path}**: {r.reason}" for r in paths.itertuples()) + "."
+                       if len(paths) else "Every data path was built.", None, []))
     return out
 
 
@@ -656,7 +749,9 @@ def sections(tables_dir: PathLike = "data/tables", figures_dir: PathLike = "figu
     rec_dir = _records_dir(tables_dir, records_dir)
     body = _claims_sections(Path(tables_dir))
     for letter in EXPERIMENTS:
-        body += experiment_sections(letter, tables_dir, figures_dir, rec_dir)
+        # E measures goodput and request rates with tools, not NDR searches: its own tables.
+        body += (cni_sections(tables_dir, figures_dir) if letter == "e"
+                 else experiment_sections(letter, tables_dir, figures_dir, rec_dir))
         if letter == "a":
             both = two_labs(tables_dir)
             body.append(Section(

@@ -18,7 +18,7 @@ PathLike = Union[str, Path]
 
 #: Labels that identify a configuration besides the model (resources, density cell);
 #: missing ones are None (experiment A's records have only the model).
-CONFIG_LABELS = ["pinning", "numa", "noisy_load_pct", "topology", "instances", "nfs"]
+CONFIG_LABELS = ["pinning", "numa", "noisy_load_pct", "topology", "instances", "nfs", "mtu_bytes"]
 
 
 def _runs(paths: Union[PathLike, Iterable[PathLike]], run: str) -> list[tuple[Path, list[dict]]]:
@@ -62,7 +62,7 @@ def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "lates
     -------
     pandas.DataFrame
         ``experiment``, ``run_id``, ``model``, the :data:`CONFIG_LABELS` (``pinning``,
-        ``numa``, ``noisy_load_pct``, ``topology``, ``instances``, ``nfs``),
+        ``numa``, ``noisy_load_pct``, ``topology``, ``instances``, ``nfs``, ``mtu_bytes``),
         ``frame_size`` (int or "IMIX"), ``repetition``, ``goal`` (ndr/pdr/mrr), ``method``, ``loss_ratio``,
         ``throughput_pps`` (per direction), ``lower_bound_pps``, ``upper_bound_pps``,
         ``throughput_gbps_l1`` / ``throughput_gbps_l2`` (per direction, at the frame
@@ -151,15 +151,66 @@ def not_realizable_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = 
     -------
     pandas.DataFrame
         ``model``, the :data:`CONFIG_LABELS`, ``frame_size`` (set for a failed
-        search), ``kind`` (``not-realizable`` / ``search-failed``), ``reason``.
+        search), ``kind`` (``not-realizable`` / ``search-failed`` / ``frame-too-large``: a frame
+        size above the configuration's ``mtu_bytes``, not sent), ``reason``.
     """
     rows = []
     for _path, recs in _runs(paths, run):
         for r in recs:
-            if r["type"] == "note" and r["labels"].get("kind") in ("not-realizable", "search-failed"):
+            if r["type"] == "note" and r["labels"].get("kind") in ("not-realizable", "search-failed",
+                                                                    "frame-too-large"):
                 lab = r["labels"]
                 rows.append({"model": lab.get("model"), **{k: lab.get(k) for k in CONFIG_LABELS},
                              "frame_size": lab.get("frame_size"), "kind": lab["kind"],
                              "reason": r["text"].split(": ", 1)[-1]})
     cols = ["model", *CONFIG_LABELS, "frame_size", "kind", "reason"]
     return pd.DataFrame(rows, columns=cols).drop_duplicates()
+
+
+def measurements_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> pd.DataFrame:
+    """One row per ``measurement`` record (a benchmark tool's run, experiment E).
+
+    ``paths`` and ``run`` as for :func:`searches_frame` (default: each file's latest completed run).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``experiment``, ``run_id``, ``tool`` (``iperf3`` / ``wrk``), then one column per label
+        key (experiment E: ``data_path``, ``link_mtu_bytes``, ``pod_mtu_bytes``, ``protocol``,
+        ``direction``, ``file_bytes``, ``repetition``, ``segmentation_offload``; missing -> NaN),
+        then one column per result field (iperf3: ``goodput_bps``, ``sent_bps``, ``received_bytes``,
+        ``duration_s``, ``retransmits``, ``parallel_streams``; wrk: ``requests_per_s``,
+        ``transfer_bytes_per_s``, ``requests``, ``transfer_bytes``, ``duration_s``, ``errors``,
+        ``latency_mean_us``, ``latency_p50_us``, ``latency_p90_us``, ``latency_p99_us``,
+        ``latency_max_us``), in order of first appearance.
+    """
+    rows, labels, fields = [], {}, {}
+    for _path, recs in _runs(paths, run):
+        exp = next((r["experiment"] for r in recs if r["type"] == "run"), None)
+        for r in recs:
+            if r["type"] != "measurement":
+                continue
+            labels.update(dict.fromkeys(r["labels"]))
+            fields.update(dict.fromkeys(r["result"]))
+            rows.append({"experiment": exp, "run_id": r["run_id"], "tool": r.get("tool"), **r["labels"],
+                         **r["result"]})
+    return pd.DataFrame(rows, columns=["experiment", "run_id", "tool", *labels,
+                                       *(f for f in fields if f not in labels)])
+
+
+def notes_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> pd.DataFrame:
+    """One row per ``note`` record whose labels carry a ``kind`` (e.g. ``not-realizable``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``kind``, one column per other label key (missing -> NaN), ``reason`` (the text after
+        its first ``": "``), duplicates dropped.
+    """
+    rows, labels = [], {}
+    for _path, recs in _runs(paths, run):
+        for r in recs:
+            if r["type"] == "note" and r["labels"].get("kind"):
+                labels.update(dict.fromkeys(k for k in r["labels"] if k != "kind"))
+                rows.append({**r["labels"], "reason": r["text"].split(": ", 1)[-1]})
+    return pd.DataFrame(rows, columns=["kind", *labels, "reason"]).drop_duplicates(ignore_index=True)

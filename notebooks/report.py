@@ -1,5 +1,5 @@
 # %% [markdown]
-# # nfvlab report: experiments A-D beside the published results
+# # nfvlab report: experiments A-F beside the published results
 #
 # Every experiment's tables, claims and figures, assembled from `data/tables`, `figures` and the raw records' provenance (written by `nfvlab analyze`, `nfvlab figures reference` and the experiment stages).
 

@@ -45,6 +45,12 @@ INTRO = {
           "Service instances x network functions per instance, CNF service chain (csc, snake "
           "forwarding through the switch) vs CNF service pipeline (csp), MRR at 64 B and IMIX. NFs are "
           "kernel routers; the worker's router is the switch and spreads flows over instances by ECMP."),
+    "f": ("Experiment F: memif vs a tap pod interface, MTU 1500 and 9000 (seed 003)",
+          "A single-core forwarding pod (DPDK testpmd) behind the user-space vSwitch (OVS-DPDK, the local "
+          "stand-in for Calico/VPP) gets either memif interfaces or kernel tap interfaces it reads through "
+          "the kernel (the seed's tun). Frame-size scaling at MTU 1500 and MTU 9000 (jumbo frames up to "
+          "9018 B end to end; larger-than-MTU frames are skipped with a note). The seed's DSA-offload "
+          "figures need hardware the claims table says this host lacks."),
 }
 NOTE = ("**Local numbers describe this host** (a few vCPUs, veth links, the generator's calibrated "
         "ceiling), never the draft's 40 GbE testbed. Configurations this host cannot realize are "
@@ -92,6 +98,44 @@ def experiment(letter: str) -> nbf.NotebookNode:
     return nb
 
 
+#: Experiment E (seed 002) has a driver of its own (tool measurements, not searches).
+E_INTRO = ("Experiment E: CNI data paths, TCP and HTTP (seed 002)",
+           "Two \"nodes\" (network namespaces) cabled by one link whose MTU is swept, a pod on each, one CNI "
+           "data path between them: direct routing (Calico without a tunnel), VXLAN (Flannel/Cilium-like), IPIP "
+           "where the kernel has it, and the SR-IOV analogue (a direct port). TCP goodput with iperf3 (node to "
+           "pod, pod to pod) and HTTP with wrk (5 threads, 10 connections) against nginx in the pod, pod to pod, "
+           "host to pod and host to a ClusterIP-style service (nftables DNAT). Segmentation offloads are off "
+           "unless the params say otherwise (docs/experiment-e.md).")
+E_NOTE = ("**Local numbers describe this host** (2 vCPUs, veth links), never the seed's Arm testbed. Data paths "
+          "this host cannot build are listed with the reason instead of a value.")
+
+
+def experiment_e() -> nbf.NotebookNode:
+    nb = nbf.v4.new_notebook()
+    title, text = E_INTRO
+    nb.cells = [
+        nbf.v4.new_markdown_cell(f"# {title}\n\n{text}\n\n{E_NOTE}\n\n{RUNNING.format(x='e')}"),
+        _parameters([
+            'params_file = "params/quick/experiment_e.yaml"',
+            'lab_file = "params/lab.yaml"  # the lab profile (E always runs on the embedded CNI lab)',
+            'records = "data/interactive/experiment_e.jsonl"',
+            "measure = True  # False: only show what `records` holds",
+            'overrides = {}  # merged into the params file, e.g. {"repetitions": 1}']),
+        nbf.v4.new_code_cell(
+            "from nfvlab import experiment_cni, notebook\n\n"
+            f"{ROOT}\n"
+            "exp = experiment_cni.load(params_file, overrides)  # a bad grid fails here, before any lab exists\n"
+            "if measure:\n"
+            "    # Under dvc repro the progress lines go to the stage's log, not into the saved notebook.\n"
+            "    with notebook.progress_elsewhere():\n"
+            "        run_id = experiment_cni.run_cni_experiment(exp, records, source=params_file)"),
+        nbf.v4.new_markdown_cell("## Results: tables (statistics over repetitions; what could not be measured), "
+                                 "figures, claims"),
+        nbf.v4.new_code_cell('notebook.show(notebook.experiment_outputs("e", records, None))'),
+    ]
+    return nb
+
+
 def reference() -> nbf.NotebookNode:
     """The seed documents' published tables and figures."""
     nb = nbf.v4.new_notebook()
@@ -134,7 +178,7 @@ def report() -> nbf.NotebookNode:
     nb = nbf.v4.new_notebook()
     nb.cells = [
         nbf.v4.new_markdown_cell(
-            "# nfvlab report: experiments A-D beside the published results\n\n"
+            "# nfvlab report: experiments A-F beside the published results\n\n"
             "Every experiment's tables, claims and figures, assembled from `data/tables`, `figures` and the "
             "raw records' provenance (written by `nfvlab analyze`, `nfvlab figures reference` and the "
             "experiment stages)."),
@@ -156,6 +200,7 @@ def report() -> nbf.NotebookNode:
 def notebooks() -> dict[str, nbf.NotebookNode]:
     """Name -> notebook, every notebook of notebooks/."""
     out = {f"experiment_{x}": experiment(x) for x in INTRO}
+    out["experiment_e"] = experiment_e()
     out["reference"] = reference()
     out["report"] = report()
     for nb in out.values():

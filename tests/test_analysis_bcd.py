@@ -202,5 +202,5 @@ def test_cli_analyze_b_writes_outputs_and_rejects_bad_input(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.startswith("nfvlab: error: --records") and err.count("\n") == 1
     with pytest.raises(SystemExit) as exc:
-        cli.main(["analyze", "e", "--params", str(params), "--records", str(rec), "--metrics", "m.json"])
+        cli.main(["analyze", "g", "--params", str(params), "--records", str(rec), "--metrics", "m.json"])
     assert exc.value.code == 2

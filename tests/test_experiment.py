@@ -233,3 +233,34 @@ def test_latency_rates_are_fractions_of_the_chosen_goal():
     assert latency_rates(params, both[:1], 500) == ("ndr", [(0, 500.0), (0.5, 40_000.0), (0.9, 72_000.0)])
     assert latency_rates(params, [NS(goal="ndr", throughput_pps=None)], 1000) == (None, [])
     assert latency_rates(params, both, 0) == (None, [])
+
+
+def test_the_mtu_grid_labels_every_record_and_skips_frames_above_a_cells_mtu(clean_host, tmp_path):
+    """mtu_bytes expands the grid; 1518 B frames do not fit MTU 1280: a note, never sent."""
+    rec = tmp_path / "raw.jsonl"
+    params = P.validate(P.ExperimentParams, {**TINY, "models": ["macvlan"], "repetitions": 1,
+                                             "mtu_bytes": [1280, 1500], "latency_load_fractions": [],
+                                             "traffic": {**TINY["traffic"], "frame_sizes": [FRAME, 1518]}})
+    assert [(s.model, s.mtu_bytes, s.label) for s in scenarios(params)] == [
+        ("macvlan", 1280, "macvlan MTU 1280"), ("macvlan", 1500, "macvlan MTU 1500")]
+    run_experiment(params, rec, backend=KnownCapacityLab(CAPACITY_PPS), progress=False)
+    s = R.searches_frame(rec)
+    assert sorted(zip(s["mtu_bytes"], s["frame_size"])) == [(1280, FRAME), (1500, FRAME)]
+    sent = {(t["labels"]["mtu_bytes"], t["result"]["frame_size"]) for t in read_records(rec) if t["type"] == "trial"}
+    assert (1280, 1518) not in sent and (1500, 1518) in sent
+    notes = R.not_realizable_frame(rec)
+    # The bridge is shaped for 128 B frames: at 1518 B even 5 kpps loses, the search fails (recorded).
+    assert notes[["kind", "mtu_bytes", "frame_size"]].values.tolist() == [
+        ["frame-too-large", 1280, 1518], ["search-failed", 1500, 1518]]
+    assert "1518 B frames do not fit MTU 1280 (at most 1298 B); not sent" in notes["reason"].iloc[0]
+    assert lab_residue() == NO_RESIDUE
+
+
+def test_an_mtu_above_what_a_models_ports_carry_is_refused_before_any_lab(tmp_path):
+    if EmbeddedLab().check(Scenario("ovs-dpdk-vhost")) != []:
+        pytest.skip("ovs-dpdk-vhost not realizable here")
+    bad = {**TINY, "models": ["ovs-dpdk-vhost"], "mtu_bytes": [1500, 9000]}
+    with pytest.raises(InputError, match=r"^mtu_bytes: 9000 is above what ovs-dpdk-vhost's ports carry on "
+                                         r"the embedded lab \(1500\)$"):
+        run_experiment(P.validate(P.ExperimentParams, bad), tmp_path / "x.jsonl", progress=False)
+    assert not (tmp_path / "x.jsonl").exists()

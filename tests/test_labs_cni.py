@@ -65,6 +65,29 @@ def test_pod_to_pod_crosses_the_node_link_on_its_data_path(no_residue, data_path
         assert r.received_bytes < via_tunnel < sent
 
 
+def _offloads(ns: str, ifname: str) -> dict[str, str]:
+    out = subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-k", ifname], check=True, capture_output=True,
+                         text=True).stdout
+    return {k.strip(): v.split()[0] for k, v in (ln.split(":", 1) for ln in out.splitlines()[1:] if ":" in ln)
+            if k.strip() in ("tcp-segmentation-offload", "generic-segmentation-offload")}
+
+
+def test_segmentation_offload_off_reaches_every_node_and_pod_interface_and_makes_mtu_count(no_residue):
+    """TSO/GSO off: the pods' TCP goodput now depends on the MTU (per-packet costs), as on a NIC link."""
+    goodput = {}
+    for mtu in (1500, 9000):
+        with CniLab(CniPath("vxlan", mtu), segmentation_offload=False) as lab:
+            for ns, ifname in (("pod1", "eth0"), ("node1", "vpod1"), ("node1", LINK_IF), ("node1", "vxlan0"),
+                               ("node2", LINK_IF), ("pod2", "eth0")):
+                assert _offloads(lab.ns(ns), ifname) == {"tcp-segmentation-offload": "off",
+                                                         "generic-segmentation-offload": "off"}, (ns, ifname)
+            goodput[mtu] = pod_to_pod(lab).goodput_bps
+    with CniLab(CniPath("direct", 1500)) as lab:  # the default leaves the kernel's offloads on
+        assert _offloads(lab.ns("pod1"), "eth0")["generic-segmentation-offload"] == "on"
+    # Measured 1.3 vs 5.7 Gbit/s (vxlan 1500 vs 9000, 2 streams, 2 CPUs): at least 2x apart.
+    assert goodput[9000] > 2 * goodput[1500], goodput
+
+
 def test_sriov_analogue_pod_has_a_direct_port_on_the_node_link(no_residue):
     with CniLab(CniPath("sriov-analogue", 9000)) as lab:
         assert not nl.link_exists(lab.ns("node1"), "vpod1")  # no veth through the node's stack

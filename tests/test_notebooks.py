@@ -18,7 +18,8 @@ from conftest import clean_host  # noqa: F401  (fixture)
 from test_analysis import _latency_records
 
 REPO = Path(__file__).resolve().parents[1]
-NAMES = ["experiment_a", "experiment_b", "experiment_c", "experiment_d", "reference", "report"]
+NAMES = ["experiment_a", "experiment_b", "experiment_c", "experiment_d", "experiment_e", "experiment_f", "reference",
+         "report"]
 sys.path.insert(0, str(REPO / "scripts"))
 import make_notebooks  # noqa: E402
 
@@ -225,6 +226,20 @@ def test_experiment_d_notebook_measures_a_density_corner(tmp_path, clean_host):
     assert set(s["instances"]) == {2} and set(s["nfs"]) == {2}
     assert (s["throughput_pps"] == 5000).all()  # far below capacity: everything arrives
     assert nr.empty
+
+
+def test_experiment_f_notebook_sends_jumbo_frames_only_where_the_mtu_carries_them(tmp_path, clean_host):
+    tiny = {"repetitions": 1, "mtu_bytes": [1500, 9000], "traffic": {"frame_sizes": [9018]},
+            "trial": {"duration_s": 0.5},
+            "search": {"method": "mrr", "initial_trial_duration_s": 0.5, "final_trial_duration_s": 0.5,
+                       "min_rate_pps": 100, "max_rate_pps": 1000}}
+    s, nr = _run("f", tmp_path, tiny)
+    models = [m for m in ("ovs-dpdk-memif", "ovs-dpdk-tap") if _realizable(m)]
+    assert sorted(zip(s["model"], s["mtu_bytes"], s["frame_size"])) == [(m, 9000, 9018) for m in models]
+    # 500 frames of 9018 B per direction, far below either path's capacity: (almost) all arrive.
+    assert (s["throughput_pps"] >= 990).all() and (s["throughput_pps"] <= 1000).all(), s["throughput_pps"]
+    big = nr[nr["kind"] == "frame-too-large"]
+    assert sorted(zip(big["model"], big["mtu_bytes"], big["frame_size"])) == [(m, 1500, 9018) for m in models]
 
 
 def test_the_guardian_runs_a_py_as_its_notebook_from_its_directory_and_copies_whole_progress_lines(tmp_path):

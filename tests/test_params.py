@@ -77,14 +77,18 @@ def test_every_shipped_params_file_is_valid():
     assert len(files) >= 11, "params/ lacks files"
     special = {"reference.yaml": P.ReferenceParams, "lab.yaml": P.LabParams, "profile.yaml": P.ProfileParams,
                "calibration.yaml": P.CalibrationParams, "lab.kubernetes.yaml": P.LabParams}
+    from nfvlab import experiment_cni
+
     for f in files:
         if f.name in special:
             P.load(f, special[f.name])
+        elif f.name == "experiment_e.yaml":  # E's grid has its own model (CNI data paths, tools)
+            experiment_cni.load(f)
         else:
             P.load_experiment(f, REPO / "params/lab.yaml")
     for profile in ("quick", "full"):  # every experiment in both profiles
         assert sorted(p.name for p in (REPO / "params" / profile).glob("*.yaml")) == [
-            "calibration.yaml", *(f"experiment_{x}.yaml" for x in "abcd")]
+            "calibration.yaml", *(f"experiment_{x}.yaml" for x in "abcdef")]
 
 
 def _files(tmp_path, exp_text, profile_text):
@@ -145,3 +149,20 @@ def test_latency_load_fractions_are_fractions_each_once(tmp_path):
     assert "latency_load_fractions.1:" in error_of(tmp_path, "experiment: a\nlatency_load_fractions: [0, 1.5]\n")
     assert "each load fraction once" in error_of(tmp_path, "experiment: a\nlatency_load_fractions: [0.5, 0.5]\n")
     assert "latency_goal:" in error_of(tmp_path, "experiment: a\nlatency_goal: mrr\n")
+
+
+def test_mtu_grid_is_checked_with_one_line_naming_the_field(tmp_path):
+    ok = write(tmp_path, "experiment: f\nmtu_bytes: [1500, 9000]\ntraffic:\n  frame_sizes: [64, 9018]\n", "ok.yaml")
+    assert P.load(ok).mtu_bytes == [1500, 9000]
+    assert P.ExperimentParams(experiment="x").mtu_bytes is None
+    assert "mtu_bytes.1: Input should be less than or equal to 9000" in error_of(
+        tmp_path, "experiment: f\nmtu_bytes: [1500, 9500]\n")
+    assert "mtu_bytes.0: Input should be greater than or equal to 1280" in error_of(
+        tmp_path, "experiment: f\nmtu_bytes: [576]\n")
+    assert "each MTU once" in error_of(tmp_path, "experiment: f\nmtu_bytes: [1500, 1500]\n")
+    msg = error_of(tmp_path, "experiment: f\nmtu_bytes: [1500]\ntraffic:\n  frame_sizes: [64, 9018]\n")
+    assert "traffic.frame_sizes: 9018 is above the largest mtu_bytes + 18 (1518)" in msg
+    assert "traffic.frame_sizes.0: 9019 is outside 64..9018" in error_of(
+        tmp_path, "experiment: f\nmtu_bytes: [9000]\ntraffic:\n  frame_sizes: [9019]\n")
+    msg = error_of(tmp_path, "experiment: f\nlab:\n  mtu: 1500\nmtu_bytes: [1500, 9000]\n")
+    assert "mtu_bytes: 9000 is above the lab's link MTU lab.mtu (1500)" in msg

@@ -28,6 +28,7 @@ SEED = 20261123
 CASES = [
     ("linux-bridge", [], 6, 4.0),
     ("ovs-dpdk-vhost", ["--hugepages"], 6, 7.0),
+    ("ovs-dpdk-tap", [], 4, 7.0),  # OVS tap ports moved into the pod
 ]
 
 

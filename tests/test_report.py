@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import papermill as pm
 import pytest
+from scipy import stats as st
 
 from nfvlab import analysis, report
 from nfvlab.records import RecordWriter
@@ -266,3 +267,59 @@ def test_two_labs_table_puts_the_same_scenarios_side_by_side(tmp_path):
 def test_contents_links_match_the_heading_ids_nbconvert_writes():
     assert report.anchor("Experiment A: x (Figure 10), 5 %") == "#Experiment-A:-x-%28Figure-10%29,-5-%25"
     assert report.contents(["A b", "C"]) == "1. [A b](#A-b)\n2. [C](#C)"
+
+
+def test_experiment_e_section_shows_goodput_and_requests_with_intervals_and_the_ipip_reason(tmp_path):
+    from test_analysis_cni import IPIP_WHY, REPS, seed_world, write_records
+
+    from nfvlab import analysis_cni
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    write_records(raw / "experiment_e.jsonl", seed_world)
+    analysis_cni.write_experiment(raw / "experiment_e.jsonl", tmp_path / "tables" / "experiment_e",
+                                  tmp_path / "figures" / "experiments" / "experiment_e", tmp_path / "m.json")
+    secs = report.sections(tmp_path / "tables", tmp_path / "figures", raw)
+    head = _section(secs, "Experiment E:")
+    assert {f.name for f in head.figures} == {"experiment_e_tcp_goodput.png", "experiment_e_http_requests.png"}
+    tcp = _section(secs, "TCP goodput").table.data
+    row = tcp[(tcp["data path"] == "vxlan") & (tcp["link MTU [B]"] == "9000") & (tcp["direction"] == "node-pod")]
+    # Known statistics: mean 8 Gbit/s, sd 1 % of it over 3 repetitions.
+    half = st.t.ppf(0.975, REPS - 1) * 0.08 / REPS ** 0.5
+    assert row["goodput [Gbit/s] mean [95 % CI]"].item() == f"8.00 [{8 - half:.2f}, {8 + half:.2f}]"
+    assert row["pod MTU [B]"].item() == "8950" and row["n"].item() == "3"
+    ipip = tcp[tcp["data path"] == "ipip"]
+    assert len(ipip) == 4 and (ipip["goodput [Gbit/s] mean [95 % CI]"] == "—").all()
+    assert (ipip["why no value"] == "not realizable").all()
+    http = _section(secs, "HTTP requests/s")
+    assert "no errors" in http.text and "HTTP errors" not in http.table.data.columns
+    big = http.table.data[(http.table.data["direction"] == "host-pod") & (http.table.data["file [B]"] == "1000000")
+                          & (http.table.data["link MTU [B]"] == "9000") & (http.table.data["data path"] == "direct")]
+    assert big["requests/s mean [95 % CI]"].item().startswith("1000 [")
+    gaps = _section(secs, "Experiment E: not realizable")
+    assert gaps.text == f"**ipip**: {IPIP_WHY}."
+    claims = report.claims_table(tmp_path / "tables")
+    assert set(claims["experiment"]) == {"E"} and (claims["verdict"] == "not testable").sum() >= 1
+    assert secs.index(head) > secs.index(_section(secs, "Experiment D:"))
+
+
+def test_experiment_f_section_names_its_goal_mtu_and_the_frames_not_sent(tmp_path):
+    from test_analysis_f import f_records, grid
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    f_records(raw / "experiment_f.jsonl", grid(60_000), grid(20_000), reps=3, noise=0.0)
+    analysis.write_experiment("f", raw / "experiment_f.jsonl", None, tmp_path / "tables" / "experiment_f",
+                              tmp_path / "figures" / "experiments" / "experiment_f", tmp_path / "m.json")
+    secs = report.sections(tmp_path / "tables", tmp_path / "figures", raw)
+    head = _section(secs, "Experiment F:")
+    assert [f.name for f in head.figures] == ["experiment_f_throughput.png"]
+    shown = secs[secs.index(head) + 1].table.data
+    # The quick profile's goal (MRR) heads the rate column; the constant goal column is not repeated.
+    assert "MRR [kpps] mean [95 % CI]" in shown.columns and "goal" not in shown.columns
+    memif = shown[(shown["model"] == "ovs-dpdk-memif") & (shown["MTU [B]"] == "9000") & (shown["frame size [B]"] == "64")]
+    assert memif["MRR [kpps] mean [95 % CI]"].item() == "60.0 [60.0, 60.0]"
+    too_large = shown[(shown["MTU [B]"] == "1500") & (shown["frame size [B]"] == "9018")]
+    assert len(too_large) == 2 and too_large["why no value"].str.startswith("frame too large: 9018 B").all()
+    assert secs.index(head) > secs.index(_section(secs, "Experiment E:"))
+    assert "F" in set(report.claims_table(tmp_path / "tables")["experiment"])

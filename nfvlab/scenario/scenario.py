@@ -53,6 +53,10 @@ class Scenario:
     """Set: the service density topology (the model is the cell's switch)."""
     known_path: Optional[KnownPath] = None
     """Set for ``tbf-bridge``: its capacity."""
+    mtu_bytes: Optional[int] = None
+    """Set: the IP MTU of every link and port of the data path (cables, vSwitch ports,
+    DPDK apps, pod interfaces), bytes; frames up to ``mtu_bytes + 18`` cross it.
+    ``None``: the lab's own (its link MTU, capped by what the model's ports carry)."""
 
     def __post_init__(self) -> None:
         catalogue.get(self.model)  # KeyError naming the allowed models
@@ -63,15 +67,18 @@ class Scenario:
 
     @property
     def label(self) -> str:
-        """Short human label, e.g. ``host-routing csc 2x1`` or ``macvlan``."""
-        return f"{self.model} {self.density}" if self.density else self.model
+        """Short human label, e.g. ``host-routing csc 2x1``, ``ovs-dpdk-tap MTU 9000`` or ``macvlan``."""
+        label = f"{self.model} {self.density}" if self.density else self.model
+        return f"{label} MTU {self.mtu_bytes}" if self.mtu_bytes is not None else label
 
     def labels(self) -> dict:
-        """Record labels: model, pinning, numa (noisy load, density cell when set)."""
+        """Record labels: model, pinning, numa (noisy load, density cell, ``mtu_bytes`` when set)."""
         out = {"model": self.model, "pinning": self.resources.pinning, "numa": self.resources.numa}
         if self.resources.noisy_load_pct is not None:
             out["noisy_load_pct"] = self.resources.noisy_load_pct
         if self.density is not None:
             out.update(topology=self.density.topology, instances=self.density.instances,
                        nfs=self.density.nfs)
+        if self.mtu_bytes is not None:
+            out["mtu_bytes"] = self.mtu_bytes
         return out

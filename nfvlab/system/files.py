@@ -12,15 +12,22 @@ def write_json_atomic(path: Path, data: Any, *, sort_keys: bool = True) -> Path:
 
     A temporary file beside ``path`` is written, fsynced and renamed over it, so a
     reader (or a run resumed after kill -9) sees the old file or the new one, never
-    half of one. Sorted keys keep an unchanged record byte-identical (DVC hashes it).
+    half of one; an error or a signal on the way leaves no temporary file. Sorted keys
+    keep an unchanged record byte-identical (DVC hashes it).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=1, sort_keys=sort_keys)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(data, fh, indent=1, sort_keys=sort_keys)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        # An error or a signal (KeyboardInterrupt, Terminated) between write and rename
+        # must not leave the temporary file behind: the old file stays as it was.
+        tmp.unlink(missing_ok=True)
+        raise
     return path

@@ -7,8 +7,8 @@ from contextlib import contextmanager
 from typing import Iterator, Optional
 
 from nfvlab.labs.base import LabSession
-from nfvlab.labs.embedded import realize
-from nfvlab.labs.embedded.lab import ROOT_NEEDED, Lab, problems
+from nfvlab.labs.embedded import host, realize
+from nfvlab.labs.embedded.lab import ROOT_NEEDED, Lab, lab_mtu, problems
 from nfvlab.scenario import Scenario
 
 
@@ -31,7 +31,7 @@ class EmbeddedLab:
         return problems(scenario, self._features)
 
     def mtu(self, scenario: Scenario) -> int:
-        return min(self.link_mtu, realize.max_mtu(scenario.model))
+        return lab_mtu(scenario, self.link_mtu)
 
     @contextmanager
     def open(self, scenario: Scenario, *, persistent: bool = False) -> Iterator[LabSession]:
@@ -42,4 +42,6 @@ class EmbeddedLab:
                 "core_plan": lab.core_plan.describe(), "realization": realize.REALIZATIONS[scenario.model].how})
 
     def describe(self) -> dict:
-        return {"lab_kind": self.kind, "link_mtu": self.link_mtu, "kernel": platform.release()}
+        """Facts recorded with every run: link MTU, kernel, Intel DSA devices (seed 003's offload)."""
+        return {"lab_kind": self.kind, "link_mtu": self.link_mtu, "kernel": platform.release(),
+                "intel_dsa_devices": host.dsa_devices()}

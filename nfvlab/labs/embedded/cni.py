@@ -45,7 +45,7 @@ OVERLAY = "198.18.3"
 VXLAN_ID, VXLAN_PORT = 42, 4789
 #: Executables this lab and its tools need, with their Debian packages (scripts/debian-packages.txt).
 TOOL_PACKAGES = {"ip": "iproute2", "ss": "iproute2", "unshare": "util-linux", "nft": "nftables",
-                 "iperf3": "iperf3", "wrk": "wrk", "nginx": "nginx-light"}
+                 "iperf3": "iperf3", "wrk": "wrk", "nginx": "nginx-light", "ethtool": "ethtool"}
 
 
 def missing_tools() -> str | None:
@@ -95,8 +95,13 @@ def problems(path: CniPath) -> list[str]:
 class CniLab(Lab):
     """Two nodes, a pod on each, one data path and the service, as one embedded lab."""
 
-    def __init__(self, path: CniPath, *, service: bool = True) -> None:
-        """LabError with the first reason this host cannot build ``path``, before anything exists."""
+    def __init__(self, path: CniPath, *, service: bool = True, segmentation_offload: bool = True) -> None:
+        """LabError with the first reason this host cannot build ``path``, before anything exists.
+
+        ``segmentation_offload=False`` switches TSO and GSO off on every interface of the nodes and
+        pods (``ethtool -K IF tso off gso off``), so the stack handles packets of at most the MTU and
+        per-packet costs scale with it, as on a real NIC link (docs/experiment-e.md, "Offloads").
+        """
         if not isinstance(path, CniPath):
             raise LabError(f"path={path!r}: give a nfvlab.scenario.cni.CniPath")
         reasons = problems(path)
@@ -120,6 +125,7 @@ class CniLab(Lab):
         self.teardown_s = None
         self.path = path
         self.service = service
+        self.segmentation_offload = segmentation_offload
 
     # -- where things are -------------------------------------------------
     def address(self, where: str) -> str:
@@ -163,6 +169,9 @@ class CniLab(Lab):
         if self.service:
             for node in nodes:
                 self._service_rule(node)
+        if not self.segmentation_offload:
+            for ns in (*nodes, *pods):
+                _offloads_off(ns)
         return []
 
     def _routes(self, nodes: list[str]) -> None:
@@ -195,6 +204,19 @@ class CniLab(Lab):
                              check=False, capture_output=True, text=True)
         if out.returncode != 0:
             raise LabError(f"nft in {node}: {out.stderr.strip()}")
+
+
+def _offloads_off(ns: str) -> None:
+    """TSO and GSO off on every interface of ``ns`` but lo (one LabError naming the one that refuses)."""
+    out = subprocess.run(["ip", "-n", ns, "-o", "link", "show"], check=True, capture_output=True, text=True)
+    for line in out.stdout.splitlines():
+        ifname = line.split(":", 2)[1].strip().split("@")[0]
+        if ifname == "lo":
+            continue
+        r = subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", ifname, "tso", "off", "gso", "off"],
+                           check=False, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise LabError(f"ethtool -K {ifname} tso off gso off in {ns}: {r.stderr.strip() or r.returncode}")
 
 
 def _ip(ns: str, *args: str) -> None:

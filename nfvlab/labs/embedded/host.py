@@ -66,3 +66,12 @@ def kernel_config() -> Optional[dict[str, str]]:
                     out[k] = v
             return out
     return None
+
+
+#: Where the kernel's idxd driver lists Intel DSA devices (absent without DSA or the driver).
+DSA_BUS = Path("/sys/bus/dsa/devices")
+
+
+def dsa_devices() -> int:
+    """Intel Data Streaming Accelerator devices (``dsa<N>``) on this host; 0 when there is no DSA bus."""
+    return sum(1 for d in DSA_BUS.glob("dsa*")) if DSA_BUS.is_dir() else 0

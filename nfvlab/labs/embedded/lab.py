@@ -61,6 +61,14 @@ def problems(scenario: Scenario, features: Optional[dict[str, bool]] = None) -> 
     return [f"model {scenario.model} ({scenario.resources}): {problem}"] if problem else []
 
 
+def lab_mtu(scenario: Scenario, link_mtu: int = LAB_MTU) -> int:
+    """IP MTU of ``scenario``'s data path, bytes: its ``mtu_bytes`` if set, else ``link_mtu``;
+    at most what the model's ports carry (:func:`realize.settable_mtu` / :func:`realize.max_mtu`)."""
+    if scenario.mtu_bytes is not None:
+        return min(scenario.mtu_bytes, link_mtu, realize.settable_mtu(scenario.model))
+    return min(link_mtu, realize.max_mtu(scenario.model))
+
+
 def preflight(scenario: Scenario) -> None:
     """:class:`LabError` with the first reason this host cannot realize ``scenario``."""
     reasons = problems(scenario)
@@ -101,8 +109,8 @@ class Lab:
         """Where busy threads run (docs/core-plan.md)."""
         self.model = scenario.model
         self.resources = scenario.resources
-        self.mtu = min(mtu, realize.max_mtu(scenario.model))
-        """MTU of the links this lab creates, bytes (the model's ports may carry less)."""
+        self.mtu = lab_mtu(scenario, mtu)
+        """MTU of the links and ports this lab creates, bytes."""
         self.persistent = persistent
         self.label = scenario.label
         self._builder = builder or _builder(scenario)

@@ -15,15 +15,23 @@ from typing import Sequence
 
 from nfvlab.labs.embedded import testpmd
 from nfvlab.labs.base import LabError
+from nfvlab.system import signals
 
 VSWITCHD = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
 SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 #: DPDK memory of ovs-vswitchd, MB (one mempool of 1500 B MTU mbufs, rings, heap).
 MEMORY_MB = 512
+#: ... with jumbo frames (per-port mempools of 9000 B MTU mbufs, ~125 MB per port).
+JUMBO_MEMORY_MB = 2048
 #: Longest sleep of an idle PMD thread, us (``pmd-maxsleep``). 0: never sleep.
 #: The PMD has its own CPU, so sleeping saves nothing we need and adds jitter.
 PMD_MAXSLEEP_US = 0
 BRIDGE = "br0"
+
+
+def memory_mb(mtu: int) -> int:
+    """DPDK memory of ovs-vswitchd for ports of IP MTU ``mtu``, MB."""
+    return JUMBO_MEMORY_MB if testpmd.jumbo(mtu) else MEMORY_MB
 
 
 def cpu_mask(cpus: Sequence[int]) -> str:
@@ -36,6 +44,8 @@ class Ovs:
 
     def __init__(self, lab, ns: str) -> None:
         self.lab = lab
+        self.mtu = lab.mtu
+        """``mtu_request`` of every dpdk port, bytes (OVS sizes its mbufs from it)."""
         self.ns = ns
         self.dir = lab.make_run_dir() / "ovs"
         self.db_sock = self.dir / "db.sock"
@@ -49,7 +59,7 @@ class Ovs:
         """Create the database, start both daemons, wait for DPDK to be initialized."""
         self.dir.mkdir(exist_ok=True)
         subprocess.run(["ovsdb-tool", "create", str(self.dir / "conf.db"), SCHEMA],
-                       check=True, capture_output=True)
+                       check=True, capture_output=True, preexec_fn=signals.die_with_parent)
         server = self.lab.spawn("ovsdb-server", [
             "ovsdb-server", str(self.dir / "conf.db"), f"--remote=punix:{self.db_sock}",
             f"--unixctl={self.dir / 'ovsdb-server.ctl'}", "-vconsole:info", "-vsyslog:off"],
@@ -68,7 +78,7 @@ class Ovs:
                    "fail-mode=secure")  # secure: no NORMAL flow, only ours
 
     def _dpdk_config(self, pmd_cpus: Sequence[int]) -> list[str]:
-        eal = testpmd.eal_memory_args(self.lab, "ovs", MEMORY_MB)
+        eal = testpmd.eal_memory_args(self.lab, "ovs", memory_mb(self.mtu))
         if not self.lab.resources.hugepages:
             eal = ["--legacy-mem"] + eal  # OVS + --no-huge works only with legacy memory
         eal = [a for a in eal if a != "--in-memory"]  # OVS adds it itself
@@ -76,8 +86,16 @@ class Ovs:
                 f'other_config:dpdk-extra="{" ".join(eal)}"',
                 # The limit keeps OVS's mempool sizing (it tries up to 262144 mbufs)
                 # from taking the pods' hugepages.
-                *([f"other_config:dpdk-socket-mem={MEMORY_MB}", f"other_config:dpdk-socket-limit={MEMORY_MB}"]
+                *([f"other_config:dpdk-socket-mem={memory_mb(self.mtu)}",
+                   f"other_config:dpdk-socket-limit={memory_mb(self.mtu)}"]
                   if self.lab.resources.hugepages else []),
+                # An MTU study (net_pcap NIC ports): mempools sized by each port's queues; the
+                # shared pool's first try (262144 mbufs) fails with ENOBUFS, which OVS does not retry.
+                *(["other_config:per-port-memory=true"] if self.lab.scenario.mtu_bytes is not None else []),
+                # Tap ports moved into a pod: OVS no longer finds their MTU by name and reads at most
+                # 1500 B per frame from the tap, truncating jumbo frames; with userspace TSO it reads
+                # into a 64 kB buffer. Set for every MTU of a study, so only the MTU differs.
+                *(["other_config:userspace-tso-enable=true"] if self.lab.scenario.mtu_bytes is not None else []),
                 f"other_config:pmd-cpu-mask={cpu_mask(pmd_cpus)}",
                 f"other_config:pmd-maxsleep={PMD_MAXSLEEP_US}"]
 
@@ -90,7 +108,8 @@ class Ovs:
         return self._run(["ovs-ofctl", args[0], f"unix:{self.dir / (BRIDGE + '.mgmt')}", *args[1:]])
 
     def _run(self, argv: list[str]) -> str:
-        out = subprocess.run(argv, capture_output=True, text=True)
+        # die_with_parent: a helper command (ovs-vsctl --timeout=10) ends with the lab process.
+        out = subprocess.run(argv, capture_output=True, text=True, preexec_fn=signals.die_with_parent)
         if out.returncode != 0:
             raise LabError(f"{argv[0]} {' '.join(argv[2:])[:120]}: {out.stderr.strip()} "
                            f"| {self.lab.log_tail('ovs-vswitchd', 3)}")
@@ -100,10 +119,14 @@ class Ovs:
         return self.vsctl("--if-exists", "get", table, record, column).strip('"')
 
     def add_port(self, name: str, ofport: int, kind: str, options: dict[str, str]) -> None:
-        """Add port ``name`` (type ``kind``) as OpenFlow port ``ofport``; fail if it has an error."""
+        """Add port ``name`` (type ``kind``) as OpenFlow port ``ofport``; fail if it has an error.
+
+        Ports carry the lab's MTU (``mtu_request``; OVS's default is 1500).
+        """
         opts = [f"options:{k}={v}" for k, v in options.items()]
+        mtu = [f"mtu_request={self.mtu}"] if self.mtu != testpmd.STD_MTU else []
         self.vsctl("add-port", BRIDGE, name, "--", "set", "Interface", name, f"type={kind}",
-                   f"ofport_request={ofport}", *opts)
+                   f"ofport_request={ofport}", *mtu, *opts)
         error = self.get("Interface", name, "error")
         if error and error != "[]":
             raise LabError(f"OVS port {name} ({kind}): {error}")

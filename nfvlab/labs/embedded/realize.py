@@ -49,7 +49,9 @@ class Realization:
     kernel: tuple[str, ...] = ()
     """Kernel features it needs (names of :func:`kernel_features`)."""
     max_mtu: int = LAB_MTU
-    """Largest IP MTU its ports carry, bytes."""
+    """Largest IP MTU its ports carry by default, bytes."""
+    jumbo_mtu: Optional[int] = None
+    """Largest IP MTU a scenario may ask for (``mtu_bytes``), bytes; default :attr:`max_mtu`."""
 
 
 REALIZATIONS: dict[str, Realization] = {
@@ -62,7 +64,10 @@ REALIZATIONS: dict[str, Realization] = {
     "ovs-dpdk-vhost": Realization("private OVS-DPDK instance, vhost-user ports to a testpmd pod",
                                   tools=OVS_TOOLS, kernel=("veth",), max_mtu=SMALL_MTU),
     "ovs-dpdk-memif": Realization("private OVS-DPDK instance, memif ports to a testpmd pod",
-                                  tools=OVS_TOOLS, kernel=("veth",), max_mtu=SMALL_MTU),
+                                  tools=OVS_TOOLS, kernel=("veth",), max_mtu=SMALL_MTU, jumbo_mtu=LAB_MTU),
+    "ovs-dpdk-tap": Realization("private OVS-DPDK instance, OVS tap ports moved into a testpmd pod that "
+                                "reads them with net_af_packet", tools=OVS_TOOLS, kernel=("veth", "tun"),
+                                max_mtu=SMALL_MTU, jumbo_mtu=LAB_MTU),
     "vpp": Realization(None, "VPP is not packaged for Debian 12; the local user-space model is OVS-DPDK"),
     "ebpf-tc": Realization("bpf_redirect / bpf_redirect_peer at veth tc hooks",
                            tools=BPF_TOOLS, kernel=("veth", "bpf")),
@@ -110,6 +115,7 @@ def kernel_features() -> dict[str, bool]:
         "bpf": Path("/sys/fs/bpf").exists() or (cfg or {}).get("CONFIG_BPF_SYSCALL") == "y",
         "af_xdp": (cfg or {}).get("CONFIG_XDP_SOCKETS") == "y" or Path("/proc/net/xdp").exists(),
         "hugetlbfs": "hugetlbfs" in proc_fs,
+        "tun": Path("/dev/net/tun").exists(),
     }
 
 
@@ -143,7 +149,14 @@ def realizable(name: str, features: Optional[dict[str, bool]] = None) -> tuple[b
 
 
 def max_mtu(name: str) -> int:
+    """Largest IP MTU model ``name``'s ports carry unless a scenario asks for more, bytes."""
     return REALIZATIONS[name].max_mtu if name in REALIZATIONS else LAB_MTU
+
+
+def settable_mtu(name: str) -> int:
+    """Largest IP MTU a scenario of model ``name`` may ask for (``mtu_bytes``), bytes."""
+    r = REALIZATIONS.get(name)
+    return (r.jumbo_mtu or r.max_mtu) if r else LAB_MTU
 
 
 assert set(REALIZATIONS) >= set(catalogue.MODEL_NAMES), "every catalogue model needs a realization entry"

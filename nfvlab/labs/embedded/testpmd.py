@@ -31,7 +31,7 @@ TESTPMD = "dpdk-testpmd"
 PMD_PACKAGES = {
     "net_af_packet": "librte-net-af-packet23", "net_af_xdp": "librte-net-af-xdp23",
     "net_memif": "librte-net-memif23", "net_virtio_user": "librte-net-virtio23",
-    "net_vhost": "librte-net-vhost23",
+    "net_vhost": "librte-net-vhost23", "net_pcap": "librte-net-pcap23",
 }
 #: RX/TX descriptors per queue and virtio ring size: big rings absorb the time
 #: slices a pod sharing the generator's CPU does not run (docs/core-plan.md).
@@ -40,6 +40,13 @@ RING_SIZE = 4096
 MBUFS = 32768
 #: Memory of one testpmd, MB (mbufs ~75 MB, rings, virtio/memif state, heap).
 TESTPMD_MEMORY_MB = 256
+#: Largest MTU of a standard (non-jumbo) lab, bytes: above it the DPDK apps are set for jumbo frames.
+STD_MTU = 1500
+#: Jumbo frames (MTU above :data:`STD_MTU`): packet buffers big enough for a whole 9018 B frame
+#: (no chained mbufs), fewer of them, more memory (16384 x ~16.5 kB ~ 270 MB).
+JUMBO_MBUF_BYTES = 16512  # 128 B headroom + a net_af_packet jumbo ring frame (16384 B)
+JUMBO_MBUFS = 16384
+JUMBO_MEMORY_MB = 768
 #: --stats-period, s: keeps testpmd running; each period logs a short stats block.
 STATS_PERIOD_S = 10
 #: What testpmd prints once its forwarding lcore runs (no "Press Ctrl+C" line in 22.11).
@@ -114,14 +121,33 @@ class PodPort:
     """Destination MAC of frames this port sends (the next hop)."""
 
 
+def jumbo(mtu: int) -> bool:
+    """Whether a lab of IP MTU ``mtu`` bytes needs the DPDK apps' jumbo-frame settings."""
+    return mtu > STD_MTU
+
+
+def memory_mb(mtu: int) -> int:
+    """DPDK memory of one testpmd at IP MTU ``mtu``, MB."""
+    return JUMBO_MEMORY_MB if jumbo(mtu) else TESTPMD_MEMORY_MB
+
+
+def frame_args(mtu: int) -> list[str]:
+    """testpmd options for frames up to ``mtu`` + 18 B: above 1500, mbufs that hold a whole frame."""
+    if not jumbo(mtu):
+        return [f"--total-num-mbufs={MBUFS}"]
+    # No --max-pkt-len: net_af_packet (max 1518) and net_memif refuse a DPDK MTU above 1500,
+    # but neither enforces it on a frame; one mbuf holding a whole frame is what counts.
+    return [f"--mbuf-size={JUMBO_MBUF_BYTES}", f"--total-num-mbufs={JUMBO_MBUFS}"]
+
+
 def testpmd_argv(lab, role: str, ports: Sequence[PodPort], cpus: Sequence[int],
                  queues: int = 1) -> list[str]:
-    """The testpmd command line of pod ``role``: MAC forwarding port 0 <-> port 1."""
+    """The testpmd command line of pod ``role``: MAC forwarding port 0 <-> port 1, frames up to ``lab.mtu`` + 18."""
     argv = [TESTPMD, lcores_arg(cpus, lab.core_plan.host_cpus), "--no-pci",
-            *eal_memory_args(lab, role, TESTPMD_MEMORY_MB)]
+            *eal_memory_args(lab, role, memory_mb(lab.mtu))]
     argv += [f"--vdev={p.vdev}" for p in ports]
     argv += ["--", "--forward-mode=mac", "--nb-cores=1", f"--rxq={queues}", f"--txq={queues}",
-             f"--rxd={RING_SIZE}", f"--txd={RING_SIZE}", f"--total-num-mbufs={MBUFS}",
+             f"--rxd={RING_SIZE}", f"--txd={RING_SIZE}", *frame_args(lab.mtu),
              f"--stats-period={STATS_PERIOD_S}", "--no-lsc-interrupt"]
     argv += [f"--eth-peer={i},{p.peer_mac}" for i, p in enumerate(ports)]
     return argv

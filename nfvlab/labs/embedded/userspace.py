@@ -19,9 +19,20 @@ Core placement (docs/core-plan.md): OVS PMD threads on ``core_plan.vswitch``,
 every other OVS thread on the control CPU; each pod's testpmd (main and
 forwarding lcore) on ``core_plan.pods[pod]``.
 
-Frames: OVS ports keep the default MTU 1500 (frames up to 1518 B); veths with
-an XDP program are set to MTU 1500, because native XDP on veth refuses a
-peer MTU above about one page.
+- ``ovs-dpdk-tap`` (seed 003's tun/tap pod interface): the same vSwitch, NIC
+  ports and pod forwarder as ``ovs-dpdk-memif``, but the pod ports are kernel
+  tap interfaces: OVS userspace ``tap`` ports create them in the worker
+  namespace, they are moved into the pod (``eth1``/``eth2``) and the pod's
+  testpmd reads and writes them through the kernel (``net_af_packet``), as the
+  seed's L3FWD reads its tun interface (docs/experiment-f.md).
+
+Frames: OVS ports keep the default MTU 1500 (frames up to 1518 B) unless the
+scenario asks for more (``mtu_bytes``: ``ovs-dpdk-memif`` and ``ovs-dpdk-tap``
+carry up to 9000, i.e. 9018 B frames: NIC ports on net_pcap (:func:`mtu_nic_kind`),
+``mtu_request`` on every OVS port, large PACKET_MMAP frames, memif buffers and
+testpmd mbufs); veths with an XDP program
+are set to MTU 1500, because native XDP on veth refuses a peer MTU above about
+one page.
 """
 from __future__ import annotations
 
@@ -38,6 +49,12 @@ from nfvlab.labs.embedded.testpmd import PodPort
 XDP_MTU = 1500
 #: memif ring size, log2 (4096 slots, like the other rings).
 MEMIF_RING_LOG2 = 12
+#: PACKET_MMAP ring frame (= block) size for jumbo frames, bytes: a 9018 B frame plus the
+#: TPACKET header, a power-of-two number of pages (DPDK assumes frames back to back, so a
+#: block holds whole frames; the kernel allocates blocks in powers of two pages).
+JUMBO_PACKET_FRAME_BYTES = 16384
+#: memif packet buffer size for jumbo frames, bytes: one buffer per 9018 B frame.
+JUMBO_MEMIF_BUFFER_BYTES = 10240
 #: OVS OpenFlow port numbers of the NIC ports (pod ports follow from 3).
 NIC_OFPORT = {0: 1, 1: 2}
 
@@ -55,8 +72,8 @@ def _preflight(lab, *, vswitch: bool, drivers: tuple[str, ...], memory_mb: list[
     testpmd.reserve_hugepages(lab, memory_mb)
 
 
-def _memory(pods: int, vswitch: bool = True) -> list[int]:
-    return [testpmd.TESTPMD_MEMORY_MB] * pods + ([ovs.MEMORY_MB] if vswitch else [])
+def _memory(lab, pods: int, vswitch: bool = True) -> list[int]:
+    return [testpmd.memory_mb(lab.mtu)] * pods + ([ovs.memory_mb(lab.mtu)] if vswitch else [])
 
 
 # -- links ---------------------------------------------------------------------
@@ -82,11 +99,15 @@ def virtio_user_port(lab, pod: int, port: int, peer_mac: str) -> PodPort:
                    f"mac={pod_mac(pod, port)}", peer_mac)
 
 
+def _memif_bsize(lab) -> str:
+    return f",bsize={JUMBO_MEMIF_BUFFER_BYTES}" if testpmd.jumbo(lab.mtu) else ""
+
+
 def memif_pod_port(lab, pod: int, port: int, peer_mac: str) -> PodPort:
     """Pod side of a memif link: client of OVS's memif socket."""
     path = _sock(lab, f"memif-pod{pod}-{port}")
     return PodPort(f"net_memif{port},role=client,socket={path},socket-abstract=no,"
-                   f"rsize={MEMIF_RING_LOG2},mac={pod_mac(pod, port)}", peer_mac)
+                   f"rsize={MEMIF_RING_LOG2}{_memif_bsize(lab)},mac={pod_mac(pod, port)}", peer_mac)
 
 
 def af_xdp_port(port: int, iface: str, peer_mac: str) -> PodPort:
@@ -94,23 +115,42 @@ def af_xdp_port(port: int, iface: str, peer_mac: str) -> PodPort:
     return PodPort(f"net_af_xdp{port},iface={iface},start_queue=0,queue_count=1", peer_mac)
 
 
-def af_packet_devargs(port: int, iface: str) -> str:
-    """DPDK net_af_packet on ``iface``: PACKET_MMAP rings of 4096 frames, no qdisc."""
-    return f"net_af_packet{port},iface={iface},qpairs=1,qdisc_bypass=1,framecnt={testpmd.RING_SIZE}"
+def af_packet_devargs(port: int, iface: str, mtu: int = testpmd.STD_MTU) -> str:
+    """DPDK net_af_packet on ``iface``: PACKET_MMAP rings of 4096 frames, no qdisc.
+
+    Above MTU 1500 each ring frame holds a whole jumbo frame (the default 2048 B would not).
+    """
+    size = (f",framesz={JUMBO_PACKET_FRAME_BYTES},blocksz={JUMBO_PACKET_FRAME_BYTES}"
+            if testpmd.jumbo(mtu) else "")
+    return f"net_af_packet{port},iface={iface},qpairs=1,qdisc_bypass=1,framecnt={testpmd.RING_SIZE}{size}"
 
 
-def af_packet_port(port: int, iface: str, peer_mac: str) -> PodPort:
+def af_packet_port(port: int, iface: str, peer_mac: str, mtu: int = testpmd.STD_MTU) -> PodPort:
     """A pod port on its own netdev through a packet socket (DPDK net_af_packet)."""
-    return PodPort(af_packet_devargs(port, iface), peer_mac)
+    return PodPort(af_packet_devargs(port, iface, mtu), peer_mac)
+
+
+def mtu_nic_kind(lab) -> str:
+    """NIC port kind of a model whose MTU a scenario sets: ``pcap`` (any MTU), else ``af_packet``.
+
+    DPDK 22.11's net_af_packet refuses an MTU above 1500 (its ``max_rx_pktlen`` is 1518)
+    and OVS drops frames above a dpdk port's MTU, so an MTU study (``mtu_bytes`` set, every
+    cell) uses dpdk ports on net_pcap (libpcap on nic0/nic1, polled by the PMD thread like
+    af_packet) at every MTU: only the MTU differs between its cells. (OVS's own netdev-linux
+    ports carry any MTU too, but OVS's main thread polls them: a few thousand frames/s here.)
+    """
+    return "pcap" if lab.scenario.mtu_bytes is not None else "af_packet"
 
 
 def add_nic_ports(sw: Ovs, kind: str) -> None:
-    """OVS ports on the worker's nic0/nic1: ``af_packet`` (dpdk PMD) or ``afxdp`` (OVS netdev)."""
+    """OVS ports on the worker's nic0/nic1: ``af_packet`` or ``pcap`` (dpdk PMDs) or ``afxdp`` (OVS netdev)."""
     for side, ofport in NIC_OFPORT.items():
-        if kind == "afxdp":
+        if kind == "pcap":  # DPDK net_pcap on the live netdev: any MTU (jumbo frames in chained mbufs)
+            sw.add_port(f"dpdk-nic{side}", ofport, "dpdk", {"dpdk-devargs": f'"net_pcap{side},iface=nic{side}"'})
+        elif kind == "afxdp":
             sw.add_port(f"nic{side}", ofport, "afxdp", {"xdp-mode": "native", "n_rxq": "1"})
         else:
-            devargs = af_packet_devargs(side, f"nic{side}")
+            devargs = af_packet_devargs(side, f"nic{side}", sw.mtu)
             sw.add_port(f"dpdk-nic{side}", ofport, "dpdk", {"dpdk-devargs": f'"{devargs}"'})
 
 
@@ -124,7 +164,7 @@ def add_vhost_port(lab, sw: Ovs, name: str, ofport: int, sock: Path, pod_proc) -
 def add_memif_port(lab, sw: Ovs, name: str, ofport: int, sock: Path, index: int) -> None:
     """OVS dpdk port on net_memif as server; 2 rx queues because OVS's PMD transmits on txq 1."""
     devargs = (f"net_memif{index},role=server,socket={sock},socket-abstract=no,"
-               f"rsize={MEMIF_RING_LOG2}")
+               f"rsize={MEMIF_RING_LOG2}{_memif_bsize(lab)}")
     sw.add_port(name, ofport, "dpdk", {"dpdk-devargs": f'"{devargs}"', "n_rxq": "2"})
 
 
@@ -138,7 +178,7 @@ def _start_ovs(lab) -> Ovs:
 
 def _ovs_vhost_pod(lab, nic_kind: str) -> list[Stream]:
     """tg0 - nic0 - OVS - vhost-user - pod1 testpmd - vhost-user - OVS - nic1 - tg1."""
-    _preflight(lab, vswitch=True, memory_mb=_memory(1),
+    _preflight(lab, vswitch=True, memory_mb=_memory(lab, 1),
                drivers=("net_virtio_user", "net_af_packet") if nic_kind != "afxdp" else ("net_virtio_user",))
     (_xdp_cables if nic_kind == "afxdp" else kernel.cable_tg_to_worker)(lab)
     pod = lab.add_namespace("pod1")
@@ -164,27 +204,63 @@ def build_ovs_afxdp(lab) -> list[Stream]:
     return _ovs_vhost_pod(lab, "afxdp")
 
 
-def build_ovs_dpdk_memif(lab) -> list[Stream]:
-    """OVS-DPDK: dpdk net_af_packet NIC ports, memif (OVS server) to pod1's testpmd (2 queues)."""
-    _preflight(lab, vswitch=True, memory_mb=_memory(1), drivers=("net_memif", "net_af_packet"))
+def _switch_and_pod(lab, drivers: tuple[str, ...]) -> tuple[Ovs, str, dict[int, str]]:
+    """Preflight, cables, pod1's namespace, OVS with its NIC ports: OVS, the pod's namespace, TG MACs."""
+    _preflight(lab, vswitch=True, memory_mb=_memory(lab, 1), drivers=drivers)
     kernel.cable_tg_to_worker(lab)
     pod = lab.add_namespace("pod1")
     tg = kernel.tg_macs(lab)
     sw = _start_ovs(lab)
-    add_nic_ports(sw, "af_packet")
+    add_nic_ports(sw, mtu_nic_kind(lab))
+    return sw, pod, tg
+
+
+def _forwarding(lab, sw: Ovs, proc, pod_macs: dict[int, str]) -> list[Stream]:
+    """Wait for pod1's testpmd, then cross-connect nic0 - pod port 3, pod port 4 - nic1."""
+    testpmd.wait_forwarding(lab, "pod1", proc)
+    sw.cross_connect([(NIC_OFPORT[0], 3), (4, NIC_OFPORT[1])])
+    return kernel.tg_streams(lab, pod_macs)
+
+
+def build_ovs_dpdk_memif(lab) -> list[Stream]:
+    """OVS-DPDK: dpdk NIC ports (:func:`mtu_nic_kind`), memif (OVS server) to pod1's testpmd (2 queues)."""
+    sw, pod, tg = _switch_and_pod(lab, ("net_memif", "net_af_packet", "net_pcap"))
     for i in (0, 1):
         add_memif_port(lab, sw, f"memif-pod1-{i}", 3 + i, _sock(lab, f"memif-pod1-{i}"), i)
     ports = [memif_pod_port(lab, 1, i, tg[i]) for i in (0, 1)]
     proc = testpmd.start_pod_forwarder(lab, "pod1", ports, ns=pod, cpus=lab.core_plan.pods["pod1"],
                                        queues=2)
-    testpmd.wait_forwarding(lab, "pod1", proc)
-    sw.cross_connect([(NIC_OFPORT[0], 3), (4, NIC_OFPORT[1])])
-    return kernel.tg_streams(lab, {0: pod_mac(1, 0), 1: pod_mac(1, 1)})
+    return _forwarding(lab, sw, proc, {0: pod_mac(1, 0), 1: pod_mac(1, 1)})
+
+
+def add_tap_port(lab, sw: Ovs, pod_ns: str, ofport: int, side: int) -> None:
+    """OVS userspace ``tap`` port (``tap-pod1-<side>``) moved into the pod as ``eth<side+1>``.
+
+    OVS creates the kernel tap and keeps its file descriptor; reads and writes go
+    through the descriptor, not the name, so frames still flow between OVS and the
+    tap's kernel side once it is in the pod (:func:`nl.move_link` sets it up there).
+    (DPDK 22.11's net_tap would do the same but refuses frames above 1522 B.)
+    """
+    tap = f"tap-pod1-{side}"
+    sw.add_port(tap, ofport, "tap", {})
+    nl.set_mtu(lab.ns("wk"), tap, lab.mtu)
+    nl.move_link(lab.ns("wk"), tap, pod_ns, f"eth{side + 1}")
+    nl.set_mtu(pod_ns, f"eth{side + 1}", lab.mtu)
+
+
+def build_ovs_dpdk_tap(lab) -> list[Stream]:
+    """OVS-DPDK: dpdk NIC ports (:func:`mtu_nic_kind`), OVS tap ports whose taps pod1's testpmd reads (af_packet)."""
+    sw, pod, tg = _switch_and_pod(lab, ("net_af_packet", "net_pcap"))
+    for side in (0, 1):
+        add_tap_port(lab, sw, pod, 3 + side, side)
+    ports = [af_packet_port(i, f"eth{i + 1}", tg[i], lab.mtu) for i in (0, 1)]
+    proc = testpmd.start_pod_forwarder(lab, "pod1", ports, ns=pod, cpus=lab.core_plan.pods["pod1"])
+    return _forwarding(lab, sw, proc, {0: nl.mac(pod, "eth1"), 1: nl.mac(pod, "eth2")})
 
 
 def build_afxdp_cni(lab) -> list[Stream]:
     """No vSwitch: nic0/nic1 moved into pod1 (eth1/eth2); its testpmd uses net_af_xdp on them."""
-    _preflight(lab, vswitch=False, memory_mb=_memory(1, vswitch=False), drivers=("net_af_xdp",))
+    _preflight(lab, vswitch=False, memory_mb=_memory(lab, 1, vswitch=False), drivers=("net_af_xdp",))
     _xdp_cables(lab)
     pod = lab.add_namespace("pod1")
     tg = kernel.tg_macs(lab)
@@ -199,7 +275,7 @@ def build_afxdp_cni(lab) -> list[Stream]:
 
 def build_chain_userspace(lab) -> list[Stream]:
     """nic0 - OVS - pod1 - OVS - pod2 - OVS - nic1, every pod port vhost-user."""
-    _preflight(lab, vswitch=True, memory_mb=_memory(2), drivers=("net_virtio_user", "net_af_packet"))
+    _preflight(lab, vswitch=True, memory_mb=_memory(lab, 2), drivers=("net_virtio_user", "net_af_packet"))
     kernel.cable_tg_to_worker(lab)
     pods = {n: lab.add_namespace(f"pod{n}") for n in (1, 2)}
     tg = kernel.tg_macs(lab)
@@ -228,7 +304,7 @@ def build_chain_combined(lab) -> list[Stream]:
     receives and transmits in a pod sharing the generator's CPU stopped
     receiving for good after one overloaded trial (DPDK 22.11, Linux 6.18).
     """
-    _preflight(lab, vswitch=True, memory_mb=_memory(2), drivers=("net_virtio_user", "net_af_packet"))
+    _preflight(lab, vswitch=True, memory_mb=_memory(lab, 2), drivers=("net_virtio_user", "net_af_packet"))
     kernel.cable_tg_to_worker(lab)
     pods = {n: lab.add_namespace(f"pod{n}") for n in (1, 2)}
     tg = kernel.tg_macs(lab)
@@ -252,6 +328,7 @@ def build_chain_combined(lab) -> list[Stream]:
 BUILDERS: dict[str, Callable] = {
     "ovs-dpdk-vhost": build_ovs_dpdk_vhost,
     "ovs-dpdk-memif": build_ovs_dpdk_memif,
+    "ovs-dpdk-tap": build_ovs_dpdk_tap,
     "ovs-afxdp": build_ovs_afxdp,
     "afxdp-cni": build_afxdp_cni,
     "chain-userspace": build_chain_userspace,

@@ -1,0 +1,476 @@
+"""Experiment E (seed 002): records -> TCP and HTTP tables, the seed's claims, figures, metrics (deterministic).
+
+:func:`tables` returns the tidy DataFrames (:data:`TABLE_NAMES`); :func:`write_experiment` writes
+what the DVC analysis stage publishes: ``<tables>/experiment_e_<name>.csv``,
+``<figures>/experiment_e_tcp_goodput.png`` and ``experiment_e_http_requests.png``, and the
+metrics JSON. Statistics over repetitions are those of experiments A-D (:mod:`nfvlab.stats`: n,
+mean, 95 % Student-t interval of the mean, CV); the claims table has the columns of
+:data:`nfvlab.analysis.CLAIM_COLUMNS` and the same verdicts.
+
+Tests between configurations are Welch's t (``stats.compare(test="welch")``), not A-D's
+automatic choice: iperf3 and wrk give continuous values (no search quantization, which is why
+A-D fall back to Mann-Whitney), and Welch is defined from two repetitions on, where
+Mann-Whitney can never reach significance. "About equal" claims are equivalence tests (TOST,
+two one-sided Welch tests) with the margin :data:`EQUIVALENCE_MARGIN`.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats as st
+
+from nfvlab import results, stats
+from nfvlab.analysis import CLAIM_COLUMNS, THROUGHPUT_INTERVAL
+from nfvlab.plots.output import figure_style, new_figure, save_png
+
+PathLike = str | Path
+
+__all__ = ["EQUIVALENCE_MARGIN", "TABLE_NAMES", "claims", "figures", "metrics_values", "tables",
+           "write_experiment"]
+
+#: Tables of experiment E, in report order: ``experiment_e_<name>.csv``.
+TABLE_NAMES = ("tcp", "http", "not_realizable", "claims")
+#: "MTU barely matters", "about the same": the two means differ by less than this fraction of the
+#: reference level's mean, shown by TOST at 5 % (Holm over the claim's pairs).
+EQUIVALENCE_MARGIN = 0.10
+ALPHA = 0.05
+#: Level orders (claims read them; tables sort by them).
+PATH_ORDER = ("direct", "sriov-analogue", "ipip", "vxlan")
+TCP_ORDER = ("node-pod", "pod-pod")
+HTTP_ORDER = ("pod-pod", "host-pod", "host-service")
+#: Columns of the tcp and http tables after their configuration columns.
+TCP_STATS = ["status", "pod_mtu_bytes", "n", "mean_gbps", "ci_low_gbps", "ci_high_gbps", "cv", "retransmits_mean"]
+HTTP_STATS = ["status", "n", "mean_rps", "ci_low_rps", "ci_high_rps", "cv", "transfer_gbps", "latency_p99_us_mean",
+              "errors"]
+NOT_REALIZABLE_COLUMNS = ["data_path", "link_mtu_bytes", "protocol", "direction", "file_bytes", "repetition", "kind",
+                          "reason"]
+_HOST_ONLY = "measured on this host only (veth links, 2 CPUs), not the seed's Arm testbed"
+
+
+def _ordered(values, order: Sequence = ()) -> list:
+    seen = {v for v in values if v is not None and not (isinstance(v, float) and np.isnan(v))}
+    first = [v for v in order if v in seen]
+    return first + sorted(seen - set(first), key=stats.level_sort_key)
+
+
+def _int(v):
+    return None if v is None or (isinstance(v, float) and np.isnan(v)) else int(v)
+
+
+# ---------------------------------------------------------------------------
+# tables
+# ---------------------------------------------------------------------------
+def _inputs(records: PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Measurements with ``goodput_gbps`` / ``transfer_gbps`` added, and the notes of the latest run."""
+    m = results.measurements_frame(records)
+    for col in ("goodput_bps", "requests_per_s", "transfer_bytes_per_s", "retransmits", "errors", "latency_p99_us",
+                "file_bytes", "protocol", "direction", "data_path", "link_mtu_bytes", "pod_mtu_bytes"):
+        if col not in m.columns:
+            m[col] = np.nan
+    m["goodput_gbps"] = pd.to_numeric(m["goodput_bps"], errors="coerce") / 1e9
+    m["transfer_gbps"] = pd.to_numeric(m["transfer_bytes_per_s"], errors="coerce") * 8 / 1e9
+    notes = results.notes_frame(records)
+    for col in NOT_REALIZABLE_COLUMNS:
+        if col not in notes.columns:
+            notes[col] = None
+    return m, notes
+
+
+def _status(notes: pd.DataFrame, config: dict) -> str:
+    """``not realizable: <why>`` (a note for its path and MTU), ``measurement failed: <why>`` or ``not measured``."""
+    for kind, prefix in (("not-realizable", "not realizable"), ("measurement-failed", "measurement failed")):
+        for _, n in notes[notes["kind"] == kind].iterrows():
+            if all(_int(n[c]) == _int(v) if c in ("link_mtu_bytes", "file_bytes") else n[c] == v
+                   for c, v in config.items() if kind == "measurement-failed" or c in ("data_path", "link_mtu_bytes")):
+                return f"{prefix}: {n['reason']}"
+    return "not measured"
+
+
+def _stat_table(m: pd.DataFrame, notes: pd.DataFrame, grid: dict, value: str, unit: str,
+                extra: dict) -> pd.DataFrame:
+    """One row per combination of ``grid``: status, n, mean/CI/CV of ``value`` (columns ``*_<unit>``), extras."""
+    by = list(grid)
+    summ = stats.summarize(m, by, value) if len(m) else pd.DataFrame(columns=[*by, "n"])
+    found = {tuple(_int(r[c]) if c in ("link_mtu_bytes", "file_bytes") else r[c] for c in by): r
+             for _, r in summ.iterrows()}
+    means = {k if isinstance(k, tuple) else (k,): g for k, g in m.groupby(by, dropna=False)} if len(m) else {}
+    rows = []
+    for combo in itertools.product(*grid.values()):
+        config = dict(zip(by, combo))
+        h = found.get(combo)
+        if h is None or not h["n"] > 0:
+            rows.append({**config, "status": _status(notes, config), "n": 0})
+            continue
+        g = means[combo]
+        rows.append({**config, "status": "measured", "n": int(h["n"]), f"mean_{unit}": h["mean"],
+                     f"ci_low_{unit}": h["ci_low"], f"ci_high_{unit}": h["ci_high"], "cv": h["cv"],
+                     **{name: fn(g) for name, fn in extra.items()}})
+    return pd.DataFrame(rows)
+
+
+def tcp_table(m: pd.DataFrame, notes: pd.DataFrame) -> pd.DataFrame:
+    """TCP goodput (iperf3, all streams) per data path x link MTU x direction.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``data_path``, ``link_mtu_bytes``, ``direction`` (``node-pod``, ``pod-pod``), ``status``
+        (``measured``, ``not realizable: <why>``, ``measurement failed: <why>``, ``not measured``),
+        ``pod_mtu_bytes``, ``n`` (repetitions), ``mean_gbps`` (payload Gbit/s the receiver got, mean
+        over repetitions), ``ci_low_gbps`` / ``ci_high_gbps`` (:data:`nfvlab.analysis.THROUGHPUT_INTERVAL`;
+        NaN for n < 2), ``cv`` (sd / mean), ``retransmits_mean`` (TCP retransmissions per run).
+    """
+    t = m[m["protocol"] == "tcp"]
+    paths = _ordered([*t["data_path"], *notes["data_path"]], PATH_ORDER)
+    grid = {"data_path": paths,
+            "link_mtu_bytes": _ordered([_int(v) for v in [*t["link_mtu_bytes"], *notes["link_mtu_bytes"]]]),
+            "direction": _ordered(t["direction"], TCP_ORDER) or list(TCP_ORDER)}
+    table = _stat_table(t, notes, grid, "goodput_gbps", "gbps",
+                        {"pod_mtu_bytes": lambda g: _int(g["pod_mtu_bytes"].iloc[0]),
+                         "retransmits_mean": lambda g: float(pd.to_numeric(g["retransmits"]).mean())})
+    return table.reindex(columns=[*grid, *TCP_STATS])
+
+
+def http_table(m: pd.DataFrame, notes: pd.DataFrame) -> pd.DataFrame:
+    """HTTP (wrk against nginx in node2's pod) per data path x link MTU x direction x file size.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``data_path``, ``link_mtu_bytes``, ``direction`` (``pod-pod``, ``host-pod``, ``host-service``),
+        ``file_bytes``, ``status`` (as :func:`tcp_table`), ``n``, ``mean_rps`` (requests/s, mean over
+        repetitions), ``ci_low_rps`` / ``ci_high_rps`` (95 % t-interval), ``cv``, ``transfer_gbps``
+        (response bytes read, Gbit/s, mean), ``latency_p99_us_mean`` (wrk's p99 request latency, µs,
+        mean) and ``errors`` (wrk's socket errors and non-2xx/3xx responses, summed).
+    """
+    h = m[m["protocol"] == "http"]
+    grid = {"data_path": _ordered([*h["data_path"], *notes["data_path"]], PATH_ORDER),
+            "link_mtu_bytes": _ordered([_int(v) for v in [*h["link_mtu_bytes"], *notes["link_mtu_bytes"]]]),
+            "direction": _ordered(h["direction"], HTTP_ORDER) or list(HTTP_ORDER),
+            "file_bytes": _ordered([_int(v) for v in h["file_bytes"]])}
+    table = _stat_table(h, notes, grid, "requests_per_s", "rps",
+                        {"transfer_gbps": lambda g: float(g["transfer_gbps"].mean()),
+                         "latency_p99_us_mean": lambda g: float(pd.to_numeric(g["latency_p99_us"]).mean()),
+                         "errors": lambda g: int(pd.to_numeric(g["errors"]).sum())})
+    return table.reindex(columns=[*grid, *HTTP_STATS])
+
+
+def not_realizable_table(notes: pd.DataFrame) -> pd.DataFrame:
+    """What could not be measured and why: :data:`NOT_REALIZABLE_COLUMNS` (``kind``: ``not-realizable`` or
+    ``measurement-failed``; the tool-run columns are empty for a whole path)."""
+    out = notes[notes["kind"].isin(["not-realizable", "measurement-failed"])]
+    return out.reindex(columns=NOT_REALIZABLE_COLUMNS).reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------
+# claims
+# ---------------------------------------------------------------------------
+def _row(claim: str, condition: str, **kw) -> dict:
+    return {"claim": claim, "condition": condition, **kw}
+
+
+def _missing(levels: Sequence, status: dict) -> list:
+    return [v for v in levels if status.get(v) != "measured"]
+
+
+def _not_testable(claim: str, condition: str, missing: list, status: dict) -> dict:
+    why = "; ".join(f"{v}: {status.get(v, 'not in the experiment')}" for v in missing)
+    return _row(claim, condition, verdict="not testable", n=0, detail=f"on this host: {why}")
+
+
+def order_rows(claim: str, condition: str, chains: Sequence[Sequence], data: pd.DataFrame, by: str, value: str,
+               status: dict) -> list[dict]:
+    """Claim "each chain is in decreasing ``value``": Welch tests of adjacent pairs, Holm, :func:`stats.claim_verdict`.
+
+    Levels not measured (``status`` != ``measured``) give a ``not testable`` row with the reason, then
+    the testable part of the chains (at least two measured levels) is judged. Rows: :data:`CLAIM_COLUMNS`.
+    """
+    levels = list(dict.fromkeys(v for c in chains for v in c))
+    missing = _missing(levels, status)
+    rows = [_not_testable(claim, condition, missing, status)] if missing else []
+    chains = [c for c in (tuple(v for v in ch if v not in missing) for ch in chains) if len(c) >= 2]
+    if not chains:
+        return rows
+    if missing:
+        claim = f"{claim} -- testable part: {'; '.join(' > '.join(map(str, c)) for c in chains)}"
+    pairs = list(dict.fromkeys((hi, lo) for c in chains for hi, lo in itertools.pairwise(c)))
+    comp = stats.compare(data, by, value, groups=pairs, test="welch", alpha=ALPHA)
+    v = stats.claim_verdict(comp, chains)
+    rows.append(_row(claim, condition, **{k: v[k] for k in CLAIM_COLUMNS if k in v}))
+    return rows
+
+
+def tost(a: np.ndarray, b: np.ndarray, margin: float) -> tuple[float, float]:
+    """Equivalence of two means within ``+-margin`` by TOST with Welch's t (Schuirmann 1987).
+
+    Returns ``(p_equivalent, p_different)``: the larger of the two one-sided Welch p-values of
+    ``H0: mean(a) - mean(b) <= -margin`` and ``H0: ... >= +margin`` (small: the difference is
+    inside the margin), and the smaller of the one-sided p-values that the difference lies
+    *beyond* the margin (doubled: either side; small: outside it). Shifting a sample by the
+    margin turns each hypothesis into scipy's one-sided Welch test.
+    """
+    lower = st.ttest_ind(a + margin, b, equal_var=False, alternative="greater").pvalue
+    upper = st.ttest_ind(a - margin, b, equal_var=False, alternative="less").pvalue
+    above = st.ttest_ind(a - margin, b, equal_var=False, alternative="greater").pvalue
+    below = st.ttest_ind(a + margin, b, equal_var=False, alternative="less").pvalue
+    return float(max(lower, upper)), float(min(1.0, 2 * min(above, below)))
+
+
+def equivalence_rows(claim: str, condition: str, pairs: Sequence[tuple], data: pd.DataFrame, by: str, value: str,
+                     status: dict, margin: float = EQUIVALENCE_MARGIN) -> list[dict]:
+    """Claim "each pair's means differ by less than ``margin`` x the second level's mean".
+
+    Per pair: TOST (:func:`tost`); over the claim's pairs Holm-adjusted. ``holds``: every pair
+    shown equivalent; ``contradicted``: some pair shown to differ by more than the margin;
+    ``inconclusive`` otherwise; ``not testable`` for levels without measurements (with the reason)
+    or fewer than 2 repetitions. ``effect_size`` is the relative difference ``mean_a / mean_b - 1``.
+    """
+    levels = list(dict.fromkeys(v for p in pairs for v in p))
+    missing = _missing(levels, status)
+    rows = [_not_testable(claim, condition, missing, status)] if missing else []
+    pairs = [p for p in pairs if not set(p) & set(missing)]
+    if not pairs:
+        return rows
+    ev = []
+    for a, b in pairs:
+        xa = pd.to_numeric(data.loc[data[by] == a, value]).dropna().to_numpy(float)
+        xb = pd.to_numeric(data.loc[data[by] == b, value]).dropna().to_numpy(float)
+        n = int(min(len(xa), len(xb)))
+        rel = float(xa.mean() / xb.mean() - 1) if n and xb.mean() else np.nan
+        p_eq, p_diff = tost(xa, xb, margin * float(xb.mean())) if n >= 2 else (np.nan, np.nan)
+        ev.append({"pair": f"{a} ~ {b}", "n": n, "effect_size": rel, "p_eq": p_eq, "p_diff": p_diff})
+    for key in ("p_eq", "p_diff"):
+        ps = [e[key] for e in ev]
+        ok = [i for i, p in enumerate(ps) if not np.isnan(p)]
+        adj = stats.adjust_pvalues([ps[i] for i in ok], "holm") if ok else []
+        for i, p in zip(ok, adj):
+            ev[i][key] = float(p)
+    for e in ev:
+        e["state"] = ("untestable" if np.isnan(e["p_eq"]) else "equivalent" if e["p_eq"] < ALPHA
+                      else "different" if e["p_diff"] < ALPHA else "undecided")
+    states = [e["state"] for e in ev]
+    if all(s == "untestable" for s in states):
+        verdict, pick = "not testable", ev[0]
+    elif "different" in states:
+        verdict, pick = "contradicted", min((e for e in ev if e["state"] == "different"), key=lambda e: e["p_diff"])
+    elif all(s == "equivalent" for s in states):
+        verdict, pick = "holds", max(ev, key=lambda e: e["p_eq"])
+    else:
+        verdict = "inconclusive"
+        pick = max((e for e in ev if e["state"] != "equivalent"), key=lambda e: np.nan_to_num(e["p_eq"], nan=2.0))
+    p = {"holds": pick["p_eq"], "contradicted": pick["p_diff"]}.get(verdict, pick["p_eq"])
+    detail = "; ".join(
+        f"{e['pair']}: not testable (n = {e['n']})" if e["state"] == "untestable" else
+        f"{e['pair']}: {e['state']} (relative difference {e['effect_size']:+.1%}, p_equivalent = {e['p_eq']:.3g}, "
+        f"p_different = {e['p_diff']:.3g}, n = {e['n']})" for e in ev)
+    rows.append(_row(claim, f"{condition}; margin +-{margin:.0%}", verdict=verdict, pair=pick["pair"],
+                     test="TOST (Welch)" if verdict != "not testable" else None, p_adjusted=p,
+                     effect_size=pick["effect_size"], effect_size_kind="relative difference", n=pick["n"],
+                     detail=detail))
+    return rows
+
+
+def _status_map(table: pd.DataFrame, by: str, **conditions) -> dict:
+    sub = table
+    for c, v in conditions.items():
+        sub = sub[sub[c] == v]
+    return dict(zip(sub[by], sub["status"]))
+
+
+def _sel(df: pd.DataFrame, **conditions) -> pd.DataFrame:
+    for c, v in conditions.items():
+        df = df[[(_int(x) == v) if c in ("link_mtu_bytes", "file_bytes") else x == v for x in df[c]]]
+    return df
+
+
+def claims(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame) -> pd.DataFrame:
+    """The seed's claims (slides "Observation for TCP performance" and the HTTP ones), :data:`CLAIM_COLUMNS`.
+
+    1. Direct routing beats overlays: TCP goodput direct > vxlan and direct > ipip, per direction and MTU.
+    2. Larger MTU helps overlays: goodput increases with the link MTU (adjacent MTUs), per overlay and direction.
+    3. MTU barely matters for direct routing: every MTU within :data:`EQUIVALENCE_MARGIN` of the
+       smallest one (TOST), per direction.
+    4. IPIP slightly beats VXLAN: ipip > vxlan per direction and MTU (not testable where the kernel
+       has no ipip: the reason is in the row).
+    5. Node to pod beats pod to pod: TCP node-pod > pod-pod per path and MTU.
+    6. Host to pod ~ host to service for small files (requests/s at the smallest file size, TOST),
+       and host to pod > host to service for large files at large MTU (largest file, largest MTU).
+    """
+    t, h = m[m["protocol"] == "tcp"], m[m["protocol"] == "http"]
+    mtus = list(dict.fromkeys(tcp["link_mtu_bytes"]))
+    rows: list[dict] = []
+    for d, mtu in itertools.product(dict.fromkeys(tcp["direction"]), mtus):
+        st_ = _status_map(tcp, "data_path", direction=d, link_mtu_bytes=mtu)
+        data = _sel(t, direction=d, link_mtu_bytes=mtu)
+        rows += order_rows("direct routing beats overlays (TCP goodput)", f"{d}, link MTU {mtu} B",
+                           [["direct", "vxlan"], ["direct", "ipip"]], data, "data_path", "goodput_gbps", st_)
+    for overlay, d in itertools.product(("vxlan", "ipip"), dict.fromkeys(tcp["direction"])):
+        st_ = _status_map(tcp, "link_mtu_bytes", direction=d, data_path=overlay)
+        data = _sel(t, direction=d, data_path=overlay)
+        rows += order_rows("larger MTU helps overlays (TCP goodput)", f"{overlay}, {d}", [sorted(mtus, reverse=True)],
+                           data, "link_mtu_bytes", "goodput_gbps", st_ or {v: "not in the experiment" for v in mtus})
+    for d in dict.fromkeys(tcp["direction"]):
+        st_ = _status_map(tcp, "link_mtu_bytes", direction=d, data_path="direct")
+        base = min(mtus) if mtus else None
+        rows += equivalence_rows("MTU barely matters for direct routing (TCP goodput)", f"direct, {d}",
+                                 [(x, base) for x in sorted(mtus) if x != base], _sel(t, direction=d, data_path="direct"),
+                                 "link_mtu_bytes", "goodput_gbps", st_ or {v: "not in the experiment" for v in mtus})
+    for d, mtu in itertools.product(dict.fromkeys(tcp["direction"]), mtus):
+        st_ = _status_map(tcp, "data_path", direction=d, link_mtu_bytes=mtu)
+        rows += order_rows("IPIP slightly beats VXLAN (TCP goodput)", f"{d}, link MTU {mtu} B", [["ipip", "vxlan"]],
+                           _sel(t, direction=d, link_mtu_bytes=mtu), "data_path", "goodput_gbps", st_)
+    for p, mtu in itertools.product(dict.fromkeys(tcp["data_path"]), mtus):
+        st_ = _status_map(tcp, "direction", data_path=p, link_mtu_bytes=mtu)
+        if not any(v == "measured" for v in st_.values()):
+            continue  # the path's own status is in the other claims' rows
+        rows += order_rows("node to pod beats pod to pod (TCP goodput)", f"{p}, link MTU {mtu} B",
+                           [["node-pod", "pod-pod"]], _sel(t, data_path=p, link_mtu_bytes=mtu), "direction",
+                           "goodput_gbps", st_)
+    sizes = sorted(x for x in dict.fromkeys(http["file_bytes"]) if x is not None and not pd.isna(x))
+    http_mtus = sorted(x for x in dict.fromkeys(http["link_mtu_bytes"]))
+    for p in dict.fromkeys(http["data_path"]):
+        if sizes:
+            for mtu in http_mtus:
+                st_ = _status_map(http, "direction", data_path=p, link_mtu_bytes=mtu, file_bytes=sizes[0])
+                if not any(v == "measured" for v in st_.values()):
+                    continue
+                rows += equivalence_rows(
+                    "host to pod ~ host to service for small files (HTTP requests/s)",
+                    f"{p}, link MTU {mtu} B, {sizes[0]} B files", [("host-pod", "host-service")],
+                    _sel(h, data_path=p, link_mtu_bytes=mtu, file_bytes=sizes[0]), "direction", "requests_per_s", st_)
+        if len(sizes) > 1 and http_mtus:
+            mtu = http_mtus[-1]
+            st_ = _status_map(http, "direction", data_path=p, link_mtu_bytes=mtu, file_bytes=sizes[-1])
+            if any(v == "measured" for v in st_.values()):
+                rows += order_rows("host to pod beats host to service for large files at large MTU (HTTP requests/s)",
+                                   f"{p}, link MTU {mtu} B, {sizes[-1]} B files", [["host-pod", "host-service"]],
+                                   _sel(h, data_path=p, link_mtu_bytes=mtu, file_bytes=sizes[-1]), "direction",
+                                   "requests_per_s", st_)
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+
+def tables(records: PathLike) -> dict[str, pd.DataFrame]:
+    """The tables of experiment E from the records' latest completed run, named as in :data:`TABLE_NAMES`.
+
+    ``tcp`` (:func:`tcp_table`), ``http`` (:func:`http_table`), ``not_realizable``
+    (:func:`not_realizable_table`), ``claims`` (:func:`claims`).
+    """
+    m, notes = _inputs(records)
+    tcp, http = tcp_table(m, notes), http_table(m, notes)
+    return {"tcp": tcp, "http": http, "not_realizable": not_realizable_table(notes), "claims": claims(m, tcp, http)}
+
+
+# ---------------------------------------------------------------------------
+# figures, metrics, the writer
+# ---------------------------------------------------------------------------
+def _errorbar(ax, x, data: pd.DataFrame, unit: str, **kw) -> None:
+    y = data[f"mean_{unit}"].to_numpy(float)
+    lo = np.clip(y - data[f"ci_low_{unit}"].to_numpy(float), 0, None)
+    hi = np.clip(data[f"ci_high_{unit}"].to_numpy(float) - y, 0, None)
+    ax.errorbar(x, y, yerr=[np.nan_to_num(lo), np.nan_to_num(hi)], marker="o", capsize=3, **kw)
+
+
+def _missing_text(table: pd.DataFrame) -> str:
+    gone = table[table["status"] != "measured"]
+    kinds = {}
+    for p, s in zip(gone["data_path"], gone["status"]):
+        kinds.setdefault(s.split(":")[0], set()).add(p)
+    return "\n".join(f"{k}: {', '.join(sorted(v))}" for k, v in sorted(kinds.items()))
+
+
+def figures(tabs: dict[str, pd.DataFrame], out: PathLike, dpi: int = 110) -> list[Path]:
+    """``experiment_e_tcp_goodput.png`` (goodput vs link MTU per data path, a panel per direction) and
+    ``experiment_e_http_requests.png`` (requests/s vs file size per direction, a panel per data path; solid:
+    the largest link MTU, dashed: the smallest), means with 95 % t-interval bars."""
+    out = Path(out)
+    paths = []
+    tcp = tabs["tcp"]
+    dirs = list(dict.fromkeys(tcp["direction"])) or ["node-pod"]
+    with figure_style(dpi):
+        fig = new_figure((4.0 * len(dirs) + 1.5, 4.2))
+        axes = np.atleast_1d(fig.subplots(1, len(dirs), sharey=True))
+        for ax, d in zip(axes, dirs):
+            for p, g in tcp[(tcp["direction"] == d) & (tcp["status"] == "measured")].groupby("data_path", sort=False):
+                _errorbar(ax, g["link_mtu_bytes"].to_numpy(float), g, "gbps", label=p)
+            ax.set_title(f"TCP {d} (iperf3)")
+            ax.set_xlabel("link MTU [B]")
+            ax.set_ylim(bottom=0)
+        axes[0].set_ylabel("goodput [Gbit/s]")
+        handles, labels = axes[0].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, loc="outside right upper", title="data path")
+        note = _missing_text(tcp)
+        fig.suptitle(f"Experiment E: TCP goodput vs link MTU, mean and {THROUGHPUT_INTERVAL}\n{_HOST_ONLY}"
+                     + (f"\n{note}" if note else ""), fontsize=9)
+        paths.append(save_png(fig, out / "experiment_e_tcp_goodput.png"))
+    http = tabs["http"]
+    pths = [p for p in dict.fromkeys(http["data_path"]) if (http[http["data_path"] == p]["status"] == "measured").any()]
+    pths = pths or ["direct"]
+    mtus = sorted(dict.fromkeys(http.loc[http["status"] == "measured", "link_mtu_bytes"]))
+    with figure_style(dpi):
+        fig = new_figure((4.0 * len(pths) + 1.5, 4.2))
+        axes = np.atleast_1d(fig.subplots(1, len(pths), sharey=True))
+        for ax, p in zip(axes, pths):
+            for i, d in enumerate(dict.fromkeys(http["direction"])):
+                for mtu, style in ((mtus[-1], "-"), (mtus[0], "--")) if mtus else ():
+                    g = http[(http["data_path"] == p) & (http["direction"] == d) & (http["link_mtu_bytes"] == mtu)
+                             & (http["status"] == "measured")]
+                    if len(g):
+                        _errorbar(ax, g["file_bytes"].to_numpy(float), g, "rps", linestyle=style, color=f"C{i}",
+                                  label=f"{d}, MTU {mtu}")
+                    if len(mtus) == 1:
+                        break
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"HTTP, {p} (wrk -> nginx)")
+            ax.set_xlabel("file size [B]")
+        axes[0].set_ylabel("requests/s")
+        handles, labels = axes[0].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, loc="outside right upper", title="direction, link MTU")
+        fig.suptitle(f"Experiment E: HTTP requests/s vs file size, mean and 95 % t-interval\n{_HOST_ONLY}",
+                     fontsize=9)
+        paths.append(save_png(fig, out / "experiment_e_http_requests.png"))
+    return paths
+
+
+def metrics_values(tabs: dict[str, pd.DataFrame]) -> dict:
+    """DVC metrics: mean goodput (Gbit/s) and requests/s of every measured configuration, claim counts."""
+    out = {}
+    for r in tabs["tcp"].itertuples():
+        if r.status == "measured":
+            out[f"tcp/{r.data_path}/{r.link_mtu_bytes}/{r.direction}/goodput_gbps"] = round(float(r.mean_gbps), 4)
+    for r in tabs["http"].itertuples():
+        if r.status == "measured":
+            out[f"http/{r.data_path}/{r.link_mtu_bytes}/{r.direction}/{r.file_bytes}/requests_per_s"] = round(
+                float(r.mean_rps), 1)
+    v = tabs["claims"]["verdict"]
+    out.update({f"claims/{name.replace(' ', '_')}": int((v == name).sum()) for name in stats.VERDICTS})
+    return out
+
+
+def write_experiment(records: PathLike, out_tables: PathLike, out_figures: PathLike, metrics: PathLike) -> list[Path]:
+    """Write experiment E's tables, figures and metrics; return the paths written.
+
+    Files: ``<out_tables>/experiment_e_<name>.csv`` for each of :data:`TABLE_NAMES`, the PNGs of
+    :func:`figures` under ``out_figures``, and ``metrics`` (JSON, :func:`metrics_values`). Same records
+    -> byte-identical files.
+    """
+    out_tables, out_figures = Path(out_tables), Path(out_figures)
+    out_tables.mkdir(parents=True, exist_ok=True)
+    out_figures.mkdir(parents=True, exist_ok=True)
+    tabs = tables(records)
+    paths = []
+    for name in TABLE_NAMES:
+        paths.append(out_tables / f"experiment_e_{name}.csv")
+        tabs[name].to_csv(paths[-1], index=False, float_format="%.6g")
+    paths += figures(tabs, out_figures)
+    Path(metrics).parent.mkdir(parents=True, exist_ok=True)
+    Path(metrics).write_text(json.dumps(metrics_values(tabs), indent=1, sort_keys=True) + "\n")
+    paths.append(Path(metrics))
+    return paths

@@ -1,0 +1,113 @@
+"""Experiment F analysis (seed 003: memif vs tap, MTU 1500 / 9000) on synthetic records of known statistics."""
+import json
+
+import numpy as np
+import pytest
+
+from nfvlab import analysis, linerate
+from nfvlab.records import RecordWriter
+
+MEMIF, TAP = analysis.F_MEMIF, analysis.F_TAP
+SIZES = {1500: (64, 1518), 9000: (64, 1518, 9018)}
+
+
+def f_records(path, memif_pps, tap_pps, *, reps=6, noise=0.002, dsa=0, goal="mrr", seed=3):
+    """Records of experiment F: ``memif_pps`` / ``tap_pps`` = {(mtu, frame size): mean pps}.
+
+    Every repetition is ``mean * (1 + noise * z)``, z standard normal (seeded); 9018 B at
+    MTU 1500 gets a ``frame-too-large`` note, as run_experiment writes it. ``dsa``: the
+    provenance's ``lab.intel_dsa_devices`` (None: not recorded).
+    """
+    rng = np.random.default_rng(seed)
+    prov = {"cpu_count": 2, "lab": {} if dsa is None else {"intel_dsa_devices": dsa}}
+    with RecordWriter(path, "f-memif-tap", {}, provenance=prov) as rec:
+        for model in (MEMIF, TAP):
+            rec.note("frame too large: 9018 B frames do not fit MTU 1500 (at most 1518 B); not sent",
+                     kind="frame-too-large", frame_size=9018, model=model, pinning="plan", numa="s1",
+                     mtu_bytes=1500)
+        for rep in range(reps):
+            for model, means in ((MEMIF, memif_pps), (TAP, tap_pps)):
+                for (mtu, fs), mean in means.items():
+                    v = float(mean * (1 + noise * rng.standard_normal()))
+                    rec.search({"goal": goal, "method": "synthetic", "throughput_pps": v, "loss_ratio": 0.0,
+                                "generator_limited": False}, repetition=rep, model=model, pinning="plan",
+                               numa="s1", mtu_bytes=mtu, frame_size=fs)
+    return path
+
+
+def grid(value):
+    """The same mean (or ``value(mtu, fs)``) at every size each MTU carries."""
+    return {(m, fs): (value(m, fs) if callable(value) else value) for m, sizes in SIZES.items() for fs in sizes}
+
+
+def claim(claims, text, condition):
+    return claims[claims["claim"].str.startswith(text) & (claims["condition"] == condition)]
+
+
+def test_throughput_table_values_gbps_and_frame_too_large(tmp_path):
+    p = f_records(tmp_path / "f.jsonl", grid(400_000), grid(100_000))
+    t = analysis.tables("f", p, [MEMIF, TAP])["throughput"]
+    assert len(t) == 2 * 2 * 3  # model x MTU x frame size
+    row = t[(t["model"] == MEMIF) & (t["mtu_bytes"] == 9000) & (t["frame_size"] == 9018)].iloc[0]
+    assert row["status"] == "measured" and row["n"] == 6 and row["goal"] == "mrr"
+    assert row["mean_pps"] == pytest.approx(400_000, rel=0.01)
+    assert row["ci_low_pps"] < row["mean_pps"] < row["ci_high_pps"]
+    assert row["gbps_l2"] == pytest.approx(row["mean_pps"] * 9018 * 8 / 1e9)
+    assert row["gbps_l2"] == pytest.approx(linerate.pps_to_gbps(row["mean_pps"], 9018, 2))
+    big = t[(t["mtu_bytes"] == 1500) & (t["frame_size"] == 9018)]
+    assert list(big["status"].map(analysis.status_kind)) == ["frame too large"] * 2
+    assert big["mean_pps"].isna().all()
+
+
+@pytest.mark.parametrize("ratio,expect", [(3.0, "holds"), (1.5, "contradicted"), (2.0, "inconclusive")])
+def test_memif_far_above_tap_is_judged_against_twice_tap(tmp_path, ratio, expect):
+    p = f_records(tmp_path / "f.jsonl", grid(100_000 * ratio), grid(100_000))
+    c = analysis.tables("f", p, [MEMIF, TAP])["claims"]
+    for mtu, sizes in SIZES.items():
+        for fs in sizes:
+            row = claim(c, "seed 003: memif far above tap", f"MTU {mtu}, {fs} B")
+            assert len(row) == 1 and row["verdict"].iloc[0] == expect, (mtu, fs, row.to_dict("records"))
+            assert row["pair"].iloc[0] == f"{MEMIF} > {TAP} x2"
+    # no claim row where nothing was sent
+    assert claim(c, "seed 003: memif far above tap", "MTU 1500, 9018 B").empty
+
+
+@pytest.mark.parametrize("jumbo_pps,expect", [(20_000, "holds"), (5_000, "contradicted")])
+def test_mtu_9000_better_for_large_frames_in_gbps(tmp_path, jumbo_pps, expect):
+    # At MTU 1500, 1518 B: 100 kpps = 1.21 Gbit/s; at MTU 9000, 9018 B: 20 kpps = 1.44, 5 kpps = 0.36.
+    means = grid(lambda m, fs: jumbo_pps if fs == 9018 else 100_000)
+    p = f_records(tmp_path / "f.jsonl", means, means)
+    c = analysis.tables("f", p, [MEMIF, TAP])["claims"]
+    for model in (MEMIF, TAP):
+        row = claim(c, "seed 003: MTU 9000 better than 1500", model)
+        assert len(row) == 1 and row["verdict"].iloc[0] == expect, row.to_dict("records")
+        assert row["pair"].iloc[0] == "MTU 9000 at 9018 B > MTU 1500 at 1518 B"
+
+
+@pytest.mark.parametrize("dsa,expect", [(0, "this host has no Intel DSA"),
+                                        (None, "the records do not say"),
+                                        (2, "2 DSA device(s) present")])
+def test_dsa_offload_claim_is_not_testable_and_says_why(tmp_path, dsa, expect):
+    p = f_records(tmp_path / "f.jsonl", grid(300_000), grid(100_000), dsa=dsa)
+    row = claim(analysis.tables("f", p, [MEMIF, TAP])["claims"], analysis.DSA_CLAIM, "all sizes")
+    assert len(row) == 1 and row["verdict"].iloc[0] == "not testable"
+    assert expect in row["detail"].iloc[0]
+
+
+def test_claims_use_the_claim_columns_and_tap_missing_is_not_testable(tmp_path):
+    p = f_records(tmp_path / "f.jsonl", grid(300_000), {})
+    c = analysis.tables("f", p, [MEMIF, TAP])["claims"]
+    assert list(c.columns) == analysis.CLAIM_COLUMNS
+    row = claim(c, "seed 003: memif far above tap", "MTU 9000, 64 B")
+    assert row["verdict"].tolist() == ["not testable"] and f"{TAP} x2: not measured" in row["detail"].iloc[0]
+
+
+def test_write_experiment_f_tables_figure_metrics(tmp_path):
+    p = f_records(tmp_path / "f.jsonl", grid(300_000), grid(100_000), goal="ndr")
+    paths = analysis.write_experiment("f", p, [MEMIF, TAP], tmp_path / "t", tmp_path / "fig", tmp_path / "m.json")
+    names = {x.name for x in paths}
+    assert {"experiment_f_throughput.csv", "experiment_f_claims.csv", "experiment_f_latency.csv",
+            "experiment_f_throughput.png"} <= names
+    metrics = json.loads((tmp_path / "m.json").read_text())
+    assert metrics[f"{MEMIF}/9000/9018/ndr_kpps"] == pytest.approx(300, rel=0.01)
+    assert metrics["claims/holds"] >= 5 and metrics["claims/not_testable"] == 1

@@ -1,0 +1,195 @@
+"""Experiment E's driver (nfvlab.experiment_cni): params, bad input, real runs on the CNI lab, resume.
+
+The lab tests run the real tools (iperf3, nginx, wrk) on real namespaces under the host lock and
+insist on no residue afterwards (test_labs_cni.cni_residue).
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import NO_RESIDUE, REPO
+from test_labs_cni import cni_residue
+
+from nfvlab import experiment_cni as E
+from nfvlab import params as P
+from nfvlab.measure import InputError
+from nfvlab.records import read_records, runs_frame
+from nfvlab.scenario.cni import CniConfigError
+
+TINY = {"data_paths": ["direct", "ipip"], "link_mtus_bytes": [1500], "tcp_directions": ["node-pod"],
+        "http_directions": ["host-service"], "repetitions": 2,
+        "iperf": {"parallel_streams": 2, "duration_s": 1}, "wrk": {"duration_s": 1, "file_bytes": [1000]}}
+
+
+def _params(tmp_path, **over) -> Path:
+    p = tmp_path / "e.yaml"
+    p.write_text(json.dumps({"experiment": "e-test", **TINY, **over}))  # JSON is YAML
+    return p
+
+
+def test_profiles_load_and_the_quick_grid_is_the_documented_one():
+    quick = E.load(REPO / "params/quick/experiment_e.yaml")
+    assert [p.label for p in quick.grid.paths()] == ["direct@1500", "direct@9000", "vxlan@1500", "vxlan@9000",
+                                                     "ipip@1500", "ipip@9000"]
+    assert quick.segmentation_offload is False and quick.grid.repetitions == 2
+    assert len(E.steps(quick.grid)) == 2 * (2 + 2 * 2)  # reps x (TCP directions + HTTP directions x sizes)
+    full = E.load(REPO / "params/full/experiment_e.yaml")
+    assert full.grid.link_mtus_bytes == (1450, 1500, 3000, 6000, 9000) and full.grid.repetitions >= 3
+    assert full.grid.wrk.file_bytes == (1000, 10_000, 100_000, 1_000_000, 10_000_000)
+    assert (full.grid.wrk.threads, full.grid.wrk.connections) == (5, 10)
+
+
+def test_steps_walk_repetitions_then_tcp_then_http_by_size(tmp_path):
+    exp = E.load(_params(tmp_path, http_directions=["host-pod", "host-service"],
+                         wrk={"duration_s": 1, "file_bytes": [1000, 5000]}))
+    assert E.steps(exp.grid) == [
+        (0, "tcp", "node-pod", None), (0, "http", "host-pod", 1000), (0, "http", "host-pod", 5000),
+        (0, "http", "host-service", 1000), (0, "http", "host-service", 5000),
+        (1, "tcp", "node-pod", None), (1, "http", "host-pod", 1000), (1, "http", "host-pod", 5000),
+        (1, "http", "host-service", 1000), (1, "http", "host-service", 5000)]
+
+
+@pytest.mark.parametrize("over, error, message", [
+    ({"link_mtus_bytes": [1300], "data_paths": ["vxlan"]}, CniConfigError,
+     (r"e\.yaml: link_mtu_bytes=1300: vxlan needs 50 B of overhead below the link MTU, leaving 1250 B for pods; "
+      r"give >= 1330$")),
+    ({"data_paths": ["gre"]}, CniConfigError, (r"e\.yaml: data_path='gre': unknown; allowed: direct, vxlan, ipip, "
+                                               r"sriov-analogue$")),
+    ({"wrk": {"file_bytes": [0]}}, CniConfigError, r"e\.yaml: wrk\.file_bytes=0: give an integer 1\.\.100000000$"),
+    ({"segmentation_offload": "no"}, P.ParamsError, r"e\.yaml: segmentation_offload: 'no': give true or false$"),
+    ({"mtu": 1500}, P.ParamsError, r"e\.yaml: mtu: unknown key; allowed: data_paths, experiment, http_directions"),
+])
+def test_bad_input_is_one_line_naming_the_file_and_field_before_anything_exists(tmp_path, over, error, message):
+    with pytest.raises(error, match=message) as err:
+        E.load(_params(tmp_path, **over))
+    assert "\n" not in str(err.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.yaml"]  # no records, nothing else
+
+
+def test_the_cli_refuses_a_bad_grid_in_one_line_with_exit_2(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "nfvlab", "analyze", "e", "--params",
+                        str(_params(tmp_path, data_paths=["gre"])), "--records", str(tmp_path / "none.jsonl"),
+                        "--metrics", str(tmp_path / "m.json")], capture_output=True, text=True, cwd=REPO,
+                       check=False)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        f"nfvlab: error: {tmp_path / 'e.yaml'}: data_path='gre': unknown; allowed: direct, vxlan, ipip, sriov-analogue"]
+
+
+def test_a_records_path_that_is_a_directory_is_refused_before_the_lab(tmp_path):
+    (tmp_path / "rec").mkdir()
+    with pytest.raises(InputError, match="records"):
+        E.run_cni_experiment(E.load(_params(tmp_path)), tmp_path / "rec", progress=False)
+    assert list((tmp_path / "rec").iterdir()) == []
+
+
+@pytest.mark.lab
+def test_a_tiny_grid_records_every_tool_run_with_labels_and_ipip_as_not_realizable(tmp_path, clean_host, capsys):
+    assert cni_residue() == NO_RESIDUE
+    records = tmp_path / "e.jsonl"
+    run_id = E.run_cni_experiment(E.load(_params(tmp_path)), records, source="e.yaml")
+    assert cni_residue() == NO_RESIDUE
+    recs = read_records(records)
+    assert [r["type"] for r in recs] == ["run", "note", *["measurement"] * 4, "end"]
+    run, note, end = recs[0], recs[1], recs[-1]
+    assert run["run_id"] == run_id and end["status"] == "completed"
+    assert run["params"]["source"] == "e.yaml" and len(run["params"]["fingerprint"]) == 16
+    assert run["provenance"]["lab"]["lab_kind"] == "embedded"
+    assert run["provenance"]["lab"]["tools"]["iperf3"].startswith("iperf 3")
+    assert note["labels"] == {"kind": "not-realizable", "data_path": "ipip", "link_mtu_bytes": 1500}
+    assert note["text"].startswith("not realizable: the kernel cannot create ipip devices")
+    meas = recs[2:-1]
+    assert [(m["tool"], m["labels"]["repetition"]) for m in meas] == [("iperf3", 0), ("wrk", 0), ("iperf3", 1),
+                                                                     ("wrk", 1)]
+    assert meas[0]["labels"] == {"data_path": "direct", "link_mtu_bytes": 1500, "pod_mtu_bytes": 1500,
+                                 "protocol": "tcp", "direction": "node-pod", "file_bytes": None, "repetition": 0,
+                                 "segmentation_offload": False}
+    for m in meas:
+        r = m["result"]
+        if m["tool"] == "iperf3":  # goodput is what the receiver counted over its interval, 2 streams
+            assert r["goodput_bps"] == pytest.approx(r["received_bytes"] * 8 / r["duration_s"], rel=1e-6)
+            assert r["parallel_streams"] == 2 and r["goodput_bps"] > 0
+        else:  # through the service DNAT: every request answered with the 1000 B file
+            assert r["errors"] == 0 and r["requests"] > 0 and r["transfer_bytes"] > 1000 * r["requests"]
+    out = capsys.readouterr().out
+    assert "e-test: 1 of 2 (data path, MTU) realizable here, 2 repetition(s): 4 tool runs" in out
+    assert "e-test: 4/4 direct@1500 http host-service 1000 B rep 1: " in out
+
+
+@pytest.mark.lab
+def test_an_interrupted_run_resumes_under_its_id_and_measures_only_what_it_lacks(tmp_path, clean_host, monkeypatch):
+    records = tmp_path / "e.jsonl"
+    exp = E.load(_params(tmp_path, data_paths=["direct"]))
+    real, calls = E._one, []
+
+    def interrupted_at_third(lab, exp, step):
+        calls.append(step)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(lab, exp, step)
+
+    monkeypatch.setattr(E, "_one", interrupted_at_third)
+    monkeypatch.delenv("NFVLAB_FRESH_RUN", raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        E.run_cni_experiment(exp, records, progress=False)
+    assert cni_residue() == NO_RESIDUE
+    first = runs_frame(records)
+    assert list(first["status"]) == ["interrupted"] and list(first["measurements"]) == [2]
+    calls.clear()
+    monkeypatch.setattr(E, "_one", lambda lab, exp, step: (calls.append(step), real(lab, exp, step))[1])
+    run_id = E.run_cni_experiment(exp, records, progress=False)
+    assert calls == [(1, "tcp", "node-pod", None), (1, "http", "host-service", 1000)]
+    assert run_id == first["run_id"].iloc[0]
+    keys = [(m["labels"]["repetition"], m["tool"]) for m in read_records(records) if m["type"] == "measurement"]
+    assert keys == [(0, "iperf3"), (0, "wrk"), (1, "iperf3"), (1, "wrk")]
+    # Completed now: the same params again make a fresh run.
+    monkeypatch.setenv("NFVLAB_FRESH_RUN", "1")
+    assert E._interrupted(records, read_records(records)[0]["params"]["fingerprint"]) is None
+    assert cni_residue() == NO_RESIDUE
+
+
+def test_segmentation_offload_label_follows_the_params(tmp_path):
+    on = E.load(_params(tmp_path, segmentation_offload=True))
+    assert on.dump()["segmentation_offload"] is True
+    assert E._labels(next(on.grid.paths()), (0, "tcp", "node-pod", None), True)["segmentation_offload"] is True
+
+
+def _notebook(tmp_path, overrides: dict) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    """notebooks/experiment_e.py through scripts/run_notebook.py, as the DVC stage runs it."""
+    out_nb, records = tmp_path / "e.out.ipynb", tmp_path / "e.jsonl"
+    r = subprocess.run([sys.executable, str(REPO / "scripts/run_notebook.py"), "--no-progress-bar",
+                        str(REPO / "notebooks/experiment_e.py"), str(out_nb), "-p", "records", str(records),
+                        "-y", json.dumps({"overrides": overrides})], cwd=REPO, capture_output=True, text=True,
+                       timeout=600, env={**os.environ}, check=False)
+    return r, out_nb, records
+
+
+@pytest.mark.lab
+def test_the_notebook_runs_a_tiny_grid_and_ends_with_tables_figures_and_claims(tmp_path, clean_host):
+    from test_notebooks import _outputs
+
+    tiny = {**TINY, "repetitions": 1}
+    r, out_nb, records = _notebook(tmp_path, tiny)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert [m["tool"] for m in read_records(records) if m["type"] == "measurement"] == ["iperf3", "wrk"]
+    # Progress lines reach the guardian's stderr (the stage's log), not the saved notebook.
+    assert "e-cni-tcp-http: 2/2 direct@1500 http host-service 1000 B rep 0: " in r.stderr
+    text, mimes, errors = _outputs(out_nb)
+    assert not errors and "e-cni-tcp-http:" not in text
+    assert mimes.count("image/png") == 2  # TCP goodput vs MTU, HTTP requests/s vs file size
+    for heading in ("### tcp", "### http", "### not realizable", "### claims (holds / contradicted"):
+        assert heading in text, heading
+    assert text.index("### not realizable") < text.index("### claims")
+    assert "the kernel cannot create ipip devices" in text
+    assert cni_residue() == NO_RESIDUE
+
+
+def test_the_notebook_refuses_a_bad_grid_in_one_line_before_any_lab(tmp_path):
+    r, _out_nb, records = _notebook(tmp_path, {"wrk": {"file_bytes": [0]}})
+    assert r.returncode != 0
+    assert "CniConfigError: params/quick/experiment_e.yaml (with overrides): wrk.file_bytes=0: give an integer " \
+           "1..100000000" in r.stderr
+    assert not records.exists()
