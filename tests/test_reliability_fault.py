@@ -12,6 +12,7 @@ import random
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -34,8 +35,22 @@ CASES = [
 
 def _binaries() -> set[int]:
     # Process names (comm), not command lines: a compiler building nfvlab-gen is no residue.
+    # Zombies are left out: they hold nothing but a pid, until their parent (after the lab
+    # process exits: PID 1, which here reaps when it gets to it) collects them.
     out = subprocess.run(["pgrep", BINARIES], capture_output=True, text=True).stdout
-    return {int(x) for x in out.split()}
+    return {int(x) for x in out.split() if _state(int(x)) not in ("Z", None)}
+
+
+def _state(pid: int):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _describe(pids) -> str:
+    return "; ".join(subprocess.run(["ps", "-o", "pid=,stat=,etimes=,args=", "-p", str(p)], capture_output=True,
+                                    text=True).stdout.strip() or f"{p} (gone)" for p in sorted(pids))
 
 
 @pytest.mark.timeout(1500)  # ~1 min per model when the lab is free; other runs may hold its lock
@@ -65,9 +80,12 @@ def test_signals_at_random_points_leave_no_residue(clean_host, model, extra, run
             # A lab helper command the signal orphaned (ovs-vsctl --timeout=10 on a socket whose
             # server teardown stopped; seen once in CI) ends by itself within its timeout: wait
             # that long, no longer. Giving such commands PDEATHSIG is noted in issue 15.
+            # Likewise a daemon still in its exit path (SIGKILLed, unmapping its hugepages): its
+            # environment is already gone, so only the process name still shows it (seen once in CI).
             deadline = time.monotonic() + 12
-            while lab_residue() != NO_RESIDUE and time.monotonic() < deadline:
+            while (lab_residue() != NO_RESIDUE or not _binaries() <= before) and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert state.marked_processes() == {}, f"{where}: processes of a lab are left"
-            assert _binaries() <= before, f"{where}: new {BINARIES} processes are left"
+            left = _binaries() - before
+            assert not left, f"{where}: new {BINARIES} processes are left: {_describe(left)}"
             assert lab_residue() == NO_RESIDUE, f"{where}: {lab_residue()}"
