@@ -1,8 +1,8 @@
 """nfvlab: benchmarking network performance in containerized infrastructure.
 
 The data flow, one way: a :class:`Scenario` (what is benchmarked) is realized by a
-lab backend (:func:`backend_for`: the embedded lab, user-named ports, Kubernetes to
-come), a traffic generator drives its streams (embedded ``nfvlab-gen`` or TRex),
+lab backend (:func:`backend_for`: the embedded lab, user-named ports, or a
+Kubernetes cluster), a traffic generator drives its streams (embedded ``nfvlab-gen`` or TRex),
 trials and searches measure it, records keep every trial with provenance, and
 ``results`` / ``analysis`` / ``report`` turn records into tables, claims and figures.
 

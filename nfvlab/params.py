@@ -311,7 +311,7 @@ class LabParams(_Strict):
     """Which lab runs the experiment (the lab profile, ``params/lab.yaml``)."""
 
     kind: Literal["embedded", "kubernetes"] = "embedded"
-    """``embedded``: network namespaces on this host; ``kubernetes``: a cluster (not yet implemented)."""
+    """``embedded``: network namespaces on this host; ``kubernetes``: a cluster (docs/kubernetes.md)."""
     port_speed: Literal["1GbE", "10GbE", "25GbE", "40GbE", "100GbE"] = "10GbE"
     """Nominal speed of the traffic ports (bounds requested rates)."""
     mtu: int = Field(default=9000, ge=1280, le=linerate.MAX_FRAME_BYTES - 18)

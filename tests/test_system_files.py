@@ -39,3 +39,20 @@ def test_a_signal_between_write_and_rename_leaves_no_temporary(tmp_path, monkeyp
         files.write_json_atomic(path, {"generation": 2})
     assert json.loads(path.read_text()) == {"generation": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
+
+
+def test_the_directory_is_fsynced_after_the_rename(tmp_path, monkeypatch):
+    # Without the directory's fsync a crash after the rename may bring back the old entry.
+    import stat
+
+    synced = []
+    real_fsync = os.fsync
+
+    def recording(fd):
+        synced.append((stat.S_ISDIR(os.fstat(fd).st_mode), sorted(os.listdir(tmp_path))))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    files.write_json_atomic(tmp_path / "state.json", {"generation": 1})
+    # The file's data first (only the temporary exists), then the directory once the rename is done.
+    assert synced == [(False, ["state.json.tmp"]), (True, ["state.json"])]
