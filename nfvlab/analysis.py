@@ -28,7 +28,6 @@ from nfvlab.plots.heatmap import matrix_heatmap
 from nfvlab.plots.latency import spectrum_figure
 from nfvlab.plots.output import figure_style, new_figure, save_png
 from nfvlab.plots.throughput import throughput_vs_frame_size
-from nfvlab.records import read_records
 
 PathLike = Union[str, Path]
 
@@ -370,12 +369,11 @@ def tables_c(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
 
 
 def host_cpus(records: PathLike) -> int:
-    """CPUs of the host that wrote the records (provenance of the last run), else of this host."""
-    paths = [records] if isinstance(records, (str, Path)) else list(records)
-    prov = [r.get("provenance") or {} for p in paths for r in read_records(p) if r["type"] == "run"]
+    """CPUs of the host that wrote the records (provenance of the latest completed run), else of this host."""
+    prov = results.run_provenance(records)
     for key in ("cpu_affinity_count", "cpu_count"):
-        if prov and prov[-1].get(key):
-            return int(prov[-1][key])
+        if prov.get(key):
+            return int(prov[key])
     return int(os.cpu_count() or 1)
 
 
@@ -446,10 +444,8 @@ def _as_gbps(searches: pd.DataFrame) -> pd.DataFrame:
 
 
 def _dsa_devices(records: PathLike) -> Optional[int]:
-    """Intel DSA devices the host of the records' last run had (provenance), None if not recorded."""
-    paths = [records] if isinstance(records, (str, Path)) else list(records)
-    prov = [r.get("provenance") or {} for p in paths for r in read_records(p) if r["type"] == "run"]
-    value = (prov[-1].get("lab") or {}).get("intel_dsa_devices") if prov else None
+    """Intel DSA devices the host of the records' latest completed run had (provenance), None if not recorded."""
+    value = (results.run_provenance(records).get("lab") or {}).get("intel_dsa_devices")
     return None if value is None else int(value)
 
 

@@ -289,9 +289,13 @@ def _records_dir(tables_dir: PathLike, records_dir: Optional[PathLike]) -> Path:
 # provenance, claims, run-to-run changes (tidy)
 # ---------------------------------------------------------------------------
 def _latest_run(path: Path) -> Optional[pd.Series]:
+    """The runs_frame row of the run that counts (:func:`nfvlab.results.selected_runs`), None if none."""
+    chosen = results.selected_runs(path)
+    if not chosen:
+        return None
+    run_id = chosen[-1][1][0]["run_id"]
     runs = runs_frame(path)
-    done = runs[runs["status"] == "completed"] if len(runs) else runs
-    return done.iloc[-1] if len(done) else None
+    return runs[runs["run_id"] == run_id].iloc[-1]
 
 
 def _ceilings_text(gen: dict) -> str:

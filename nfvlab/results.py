@@ -21,7 +21,13 @@ PathLike = Union[str, Path]
 CONFIG_LABELS = ["pinning", "numa", "noisy_load_pct", "topology", "instances", "nfs", "mtu_bytes"]
 
 
-def _runs(paths: Union[PathLike, Iterable[PathLike]], run: str) -> list[tuple[Path, list[dict]]]:
+def selected_runs(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> list[tuple[Path, list[dict]]]:
+    """The runs that count, as ``(file, records of the run)``: the one place that decides it.
+
+    ``run``: ``latest`` (each file's latest *completed* run), ``all`` (every completed run,
+    in order) or a run id (that run, completed or not). Failed, interrupted and incomplete
+    runs never count unless named.
+    """
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
     out = []
     for p in paths:
@@ -40,6 +46,12 @@ def _runs(paths: Union[PathLike, Iterable[PathLike]], run: str) -> list[tuple[Pa
         for rid in chosen:
             out.append((Path(p), by_run[rid]))
     return out
+
+
+def run_provenance(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> dict:
+    """Provenance of the last of the :func:`selected_runs` (``{}`` when no run counts)."""
+    prov = [r.get("provenance") or {} for _p, recs in selected_runs(paths, run) for r in recs if r["type"] == "run"]
+    return prov[-1] if prov else {}
 
 
 #: RFC 9971 fields of a search record that :func:`searches_frame` keeps as columns (besides ``flags``).
@@ -76,7 +88,7 @@ def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "lates
         (None in records written before they existed).
     """
     rows = []
-    for _path, recs in _runs(paths, run):
+    for _path, recs in selected_runs(paths, run):
         exp = next((r["experiment"] for r in recs if r["type"] == "run"), None)
         for r in recs:
             if r["type"] != "search":
@@ -122,7 +134,7 @@ def latency_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest
         :func:`nfvlab.traffic.stats.decode_histogram`; None in older records).
     """
     rows = []
-    for _path, recs in _runs(paths, run):
+    for _path, recs in selected_runs(paths, run):
         for r in recs:
             if r["type"] != "trial" or r["labels"].get("purpose") != "latency":
                 continue
@@ -155,7 +167,7 @@ def not_realizable_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = 
         size above the configuration's ``mtu_bytes``, not sent), ``reason``.
     """
     rows = []
-    for _path, recs in _runs(paths, run):
+    for _path, recs in selected_runs(paths, run):
         for r in recs:
             if r["type"] == "note" and r["labels"].get("kind") in ("not-realizable", "search-failed",
                                                                     "frame-too-large"):
@@ -185,7 +197,7 @@ def measurements_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "l
         ``latency_max_us``), in order of first appearance.
     """
     rows, labels, fields = [], {}, {}
-    for _path, recs in _runs(paths, run):
+    for _path, recs in selected_runs(paths, run):
         exp = next((r["experiment"] for r in recs if r["type"] == "run"), None)
         for r in recs:
             if r["type"] != "measurement":
@@ -208,7 +220,7 @@ def notes_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest")
         its first ``": "``), duplicates dropped.
     """
     rows, labels = [], {}
-    for _path, recs in _runs(paths, run):
+    for _path, recs in selected_runs(paths, run):
         for r in recs:
             if r["type"] == "note" and r["labels"].get("kind"):
                 labels.update(dict.fromkeys(k for k in r["labels"] if k != "kind"))

@@ -59,3 +59,20 @@ def test_rfc9971_columns_and_records_written_before_them(tmp_path):
     o = R.searches_frame(old).iloc[0]
     assert o["throughput_pps"] == 7e4 and o["flags"] == ""
     assert o[list(R.SEARCH_RFC9971)].isna().all()
+
+
+def test_provenance_comes_from_the_run_that_counts_not_the_last_written(tmp_path):
+    # The host facts an analysis reads (CPUs, devices) must describe the run its numbers come from.
+    from nfvlab import analysis
+
+    p = tmp_path / "raw.jsonl"
+    with RecordWriter(p, "exp", {"x": 1}, provenance={"cpu_count": 3}) as rec:
+        rec.note("ran", model="m", kind="info")
+    with pytest.raises(RuntimeError):
+        with RecordWriter(p, "exp", {"x": 1}, provenance={"cpu_count": 64}):
+            raise RuntimeError("killed midway")
+    assert R.run_provenance(p)["cpu_count"] == 3
+    assert analysis.host_cpus(p) == 3
+    empty = tmp_path / "empty.jsonl"
+    empty.touch()
+    assert R.run_provenance(empty) == {}
