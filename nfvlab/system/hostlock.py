@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Optional
 
+from nfvlab.system import processes
+
 
 def run_dir() -> Path:
     return Path(os.environ.get("NFVLAB_RUN_DIR", "/run/nfvlab"))
@@ -22,21 +24,9 @@ class LabBusy(RuntimeError):
     """Another nfvlab run holds the lab lock."""
 
 
-def _proc_stat(pid: int) -> Optional[tuple[str, int]]:
-    """(state letter, start time in clock ticks since boot) of ``pid``; ``None`` if it does not exist."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # comm (field 2) may contain spaces and parentheses: split after the last ')'.
-    fields = stat.rsplit(")", 1)[1].split()
-    return fields[0], int(fields[19])
-
-
 def process_start_time(pid: int) -> Optional[int]:
     """Start time (clock ticks since boot) of ``pid``, or ``None`` if it does not exist."""
-    st = _proc_stat(pid)
-    return st[1] if st else None
+    return processes.start_time(pid)
 
 
 def lock_wait_s() -> float:

@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from nfvlab.system.files import write_json_atomic
-from nfvlab.system.hostlock import HostLock, LabBusy, _proc_stat, process_start_time, run_dir
+from nfvlab.system import processes
+from nfvlab.system.hostlock import HostLock, LabBusy, process_start_time, run_dir
 
 __all__ = ["HostLock", "LabBusy", "LabState", "ProcessRecord", "clean", "destroy", "process_start_time",
            "run_dir"]
@@ -114,8 +115,7 @@ def _exited(rec: ProcessRecord) -> bool:
     A zombie has exited; it waits only for its parent (the lab's own process,
     which holds no Popen.wait for spawned daemons) to reap it.
     """
-    st = _proc_stat(rec.pid)
-    return st is None or st[1] != rec.start_time or st[0] == "Z"
+    return processes.exited(rec.pid, rec.start_time)
 
 
 def kill_process(rec: ProcessRecord, timeout_s: float = 3.0) -> bool:
@@ -140,26 +140,11 @@ def kill_process(rec: ProcessRecord, timeout_s: float = 3.0) -> bool:
 
 def marked_processes() -> dict[str, list[ProcessRecord]]:
     """Processes carrying ``NFVLAB_LAB_ID`` in their environment, by lab id (the process table, not records)."""
-    marker = f"{LAB_ENV}=".encode()
     found: dict[str, list[ProcessRecord]] = {}
-    me = os.getpid()
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit() or int(d.name) == me:
-            continue
-        try:
-            env = (d / "environ").read_bytes()
-            st = _proc_stat(int(d.name))
-        except OSError:  # gone meanwhile, or a kernel thread
-            continue
-        if st is None or st[0] == "Z":
-            continue
-        for var in env.split(b"\0"):
-            if var.startswith(marker):
-                lab_id = var[len(marker):].decode(errors="replace")
-                if re.fullmatch(r"[0-9a-f]{6}", lab_id):
-                    found.setdefault(lab_id, []).append(
-                        ProcessRecord(pid=int(d.name), start_time=st[1], cmd=f"pid {d.name} of lab {lab_id}"))
-                break
+    for pid, start, lab_id in processes.with_environment(LAB_ENV):
+        if re.fullmatch(r"[0-9a-f]{6}", lab_id):
+            found.setdefault(lab_id, []).append(
+                ProcessRecord(pid=pid, start_time=start, cmd=f"pid {pid} of lab {lab_id}"))
     return found
 
 
