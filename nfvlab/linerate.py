@@ -50,10 +50,6 @@ class Imix:
         total = sum(self.weights)
         return sum(s * w for s, w in zip(self.sizes, self.weights)) / total
 
-    def sequence(self) -> tuple[int, ...]:
-        """The sizes in transmit order, one full period (e.g. 12 frames for 7:4:1)."""
-        return tuple(s for s, w in zip(self.sizes, self.weights) for _ in range(w))
-
 
 #: The 7:4:1 simple IMIX (64/570/1518 B); mean frame 353.83 B.
 IMIX = Imix(name="IMIX", sizes=(64, 570, 1518), weights=(7, 4, 1))
@@ -120,13 +116,3 @@ def pps_to_gbps(rate_pps: float, frame_size: FrameSize, layer: int = 1) -> float
     """Gbit/s of ``rate_pps`` frames/s at ``frame_size``; ``layer`` 1 (default) or 2."""
     fn = {1: pps_to_l1_bps, 2: pps_to_l2_bps}[layer]
     return fn(rate_pps, frame_size) / 1e9
-
-
-def ns_per_packet(link: Union[str, float], frame_size: FrameSize) -> float:
-    """Time budget per frame at line rate, nanoseconds (67.2 ns for 64 B on 10GbE)."""
-    return 1e9 / max_pps(link, frame_size)
-
-
-def line_rate_fraction(rate_pps: float, link: Union[str, float], frame_size: FrameSize) -> float:
-    """``rate_pps`` as a fraction of the line rate of ``link`` at ``frame_size`` (0..1)."""
-    return rate_pps / max_pps(link, frame_size)

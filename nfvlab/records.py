@@ -57,7 +57,6 @@ PathLike = Union[str, os.PathLike]
 FORMAT_VERSION = 1
 
 RECORD_TYPES = ("run", "trial", "search", "measurement", "note", "end")
-END_STATUSES = ("completed", "failed", "interrupted")
 
 #: Columns of :func:`trials_frame` other than labels and per-direction latency.
 TRIAL_COLUMNS: tuple[str, ...] = (

@@ -12,12 +12,9 @@ correlation, each a one-line textbook formula documented where it is defined.
 * :func:`compare` -- pairwise Welch t / Mann-Whitney U tests between the levels
   of one factor, with multiple-comparison correction and effect sizes.
 * :func:`adjust_pvalues` -- Holm, Bonferroni or Benjamini-Hochberg adjustment.
-* :func:`bootstrap_ci` -- seeded, reproducible bootstrap CI of any statistic.
-* :func:`claim_order` -- does a qualitative "A > B > C" claim of the draft
-  hold for the measured data (optionally: with statistical significance)?
 
 Everything is deterministic: group and pair order are fixed by
-:func:`level_sort_key`, and random resampling is seeded.
+:func:`level_sort_key`.
 """
 from __future__ import annotations
 
@@ -35,8 +32,6 @@ __all__ = [
     "summarize",
     "compare",
     "adjust_pvalues",
-    "bootstrap_ci",
-    "claim_order",
 ]
 
 SUMMARY_COLUMNS = ["n", "mean", "std", "ci_low", "ci_high", "cv", "median", "min", "max"]
@@ -436,59 +431,6 @@ def compare(
 
 
 # ---------------------------------------------------------------------------
-# bootstrap
-# ---------------------------------------------------------------------------
-def bootstrap_ci(
-    values: Sequence[float],
-    statistic: Callable[..., float] = np.median,
-    confidence: float = 0.95,
-    n_resamples: int = 2000,
-    seed: int = 0,
-    method: str = "percentile",
-) -> tuple[float, float]:
-    """Bootstrap confidence interval of ``statistic``, reproducible by seed.
-
-    Parameters
-    ----------
-    values : sequence of float
-        One sample; NaN values are dropped.
-    statistic : callable, default numpy.median
-        Statistic of a 1-D sample (vectorised when it takes ``axis``).
-    confidence : float, default 0.95
-        Confidence level.
-    n_resamples : int, default 2000
-        Bootstrap resamples.
-    seed : int, default 0
-        Seed of the ``numpy.random.default_rng`` passed to
-        ``scipy.stats.bootstrap``: the same inputs give identical results.
-    method : {"percentile", "basic", "BCa"}, default "percentile"
-        Interval method of ``scipy.stats.bootstrap``. Percentile is the
-        default (SciPy's is BCa) because BCa is undefined -- NaN with a
-        ``DegenerateDataWarning`` -- for the median of small samples with
-        repeated values, which quantised throughput trials routinely are.
-
-    Returns
-    -------
-    (low, high) : tuple of float
-        Interval bounds, unit of ``values``; ``(nan, nan)`` with fewer than 2
-        values; ``(v, v)`` when all values equal ``v``.
-    """
-    x = np.asarray(values, dtype=float).ravel()
-    x = x[~np.isnan(x)]
-    if x.size < 2:
-        return (math.nan, math.nan)
-    if np.ptp(x) == 0:
-        v = float(statistic(x))
-        return (v, v)
-    res = _st.bootstrap(
-        (x,), statistic, n_resamples=n_resamples, confidence_level=confidence,
-        method=method, rng=np.random.default_rng(seed),
-    )
-    ci = res.confidence_interval
-    return (float(ci.low), float(ci.high))
-
-
-# ---------------------------------------------------------------------------
 # claims
 # ---------------------------------------------------------------------------
 def _find_pair(compare_df: pd.DataFrame, hi: Any, lo: Any) -> tuple[pd.Series | None, bool]:
@@ -499,127 +441,6 @@ def _find_pair(compare_df: pd.DataFrame, hi: Any, lo: Any) -> tuple[pd.Series | 
         if _same_level(row["a"], lo) and _same_level(row["b"], hi):
             return row, False
     return None, True
-
-
-def claim_order(
-    summary: pd.DataFrame,
-    by: Hashable,
-    expected_order: Sequence[Any],
-    value: Hashable = "mean",
-    compare_df: pd.DataFrame | None = None,
-) -> dict:
-    """Check a qualitative claim "``expected_order`` is in decreasing ``value``".
-
-    E.g. ``expected_order=["exclusive", "shared", "none"]`` claims that CPU
-    isolation ``exclusive`` gives a higher mean throughput than ``shared``,
-    which beats ``none``. Levels of ``expected_order`` without data (absent,
-    ``n == 0`` or NaN ``value``) are skipped; the claim is then judged on the
-    remaining levels, and the detail names the skipped ones.
-
-    Parameters
-    ----------
-    summary : DataFrame
-        Output of :func:`summarize` (or any frame with one row per level of
-        ``by`` and a ``value`` column), already filtered to one value of
-        every other factor.
-    by : column name
-        The factor column.
-    expected_order : sequence
-        Levels, from the expected largest to the expected smallest ``value``.
-    value : column name, default "mean"
-        Column compared (e.g. ``"mean"`` or ``"median"``).
-    compare_df : DataFrame, optional
-        Output of :func:`compare` over the same data. If given, the claim
-        holds only if every adjacent pair of (available) expected levels is
-        significantly different in the expected direction; a pair missing
-        from ``compare_df`` counts as not shown.
-
-    Returns
-    -------
-    dict
-        ``holds`` : bool or None
-            True / False; None when fewer than 2 expected levels have data.
-        ``observed_order`` : list
-            Expected levels with data, sorted by decreasing ``value`` (ties
-            keep the expected order).
-        ``missing`` : list
-            Expected levels without data.
-        ``detail`` : str
-            Human-readable reason.
-    """
-    if isinstance(by, (list, tuple)):
-        if len(by) != 1:
-            raise ValueError("claim_order() takes one factor column in `by`")
-        by = by[0]
-    for c in (by, value):
-        if c not in summary.columns:
-            raise KeyError(f"column not in the summary: {c!r}")
-
-    observed: dict[int, float] = {}
-    for i, level in enumerate(expected_order):
-        rows = summary[[_same_level(k, level) for k in summary[by]]]
-        if len(rows) > 1:
-            raise ValueError(
-                f"{len(rows)} rows for {by}={level!r}: filter the summary to one "
-                "value of every other factor first"
-            )
-        if len(rows) == 0:
-            continue
-        row = rows.iloc[0]
-        if "n" in rows.columns and not row["n"] > 0:
-            continue
-        v = float(row[value])
-        if not math.isnan(v):
-            observed[i] = v
-
-    available = [expected_order[i] for i in sorted(observed)]
-    missing = [lvl for i, lvl in enumerate(expected_order) if i not in observed]
-    obs_order = [expected_order[i] for i in sorted(observed, key=lambda i: (-observed[i], i))]
-    note = f" (no data for {missing})" if missing else ""
-    result = {"holds": None, "observed_order": obs_order, "missing": missing, "detail": ""}
-    if len(available) < 2:
-        result["detail"] = f"not testable: fewer than 2 of {list(expected_order)} have data{note}"
-        return result
-
-    idx = sorted(observed)
-    for hi_i, lo_i in zip(idx, idx[1:]):
-        if not observed[hi_i] > observed[lo_i]:
-            hi, lo = expected_order[hi_i], expected_order[lo_i]
-            result["holds"] = False
-            result["detail"] = (
-                f"order violated: {value}({hi!r}) = {observed[hi_i]:.6g} is not greater than "
-                f"{value}({lo!r}) = {observed[lo_i]:.6g}; observed order {obs_order}{note}"
-            )
-            return result
-
-    if compare_df is not None:
-        problems = []
-        for hi, lo in zip(available, available[1:]):
-            row, forward = _find_pair(compare_df, hi, lo)
-            if row is None:
-                problems.append(f"{hi!r} vs {lo!r}: not compared")
-                continue
-            want = "a>b" if forward else "a<b"
-            if not bool(row["significant"]):
-                problems.append(
-                    f"{hi!r} vs {lo!r}: not significant (p_adjusted = {row['p_adjusted']:.3g}, "
-                    f"test {row['test']})"
-                )
-            elif row["direction"] != want:
-                problems.append(f"{hi!r} vs {lo!r}: significant in the opposite direction")
-        if problems:
-            result["holds"] = False
-            result["detail"] = "order matches but not shown significant: " + "; ".join(problems) + note
-            return result
-        result["holds"] = True
-        result["detail"] = (
-            f"holds: {' > '.join(map(repr, available))}, every adjacent pair significant{note}"
-        )
-        return result
-
-    result["holds"] = True
-    result["detail"] = f"holds: {' > '.join(map(repr, available))} by {value}{note}"
-    return result
 
 
 #: Verdicts of a claim, in report order.

@@ -96,3 +96,16 @@ def nfvlab_cli(*args, timeout=120, check=False):
     if not Path(cmd[0]).exists():
         cmd = ["python", "-m", "nfvlab", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=check, cwd=REPO)
+
+
+def interface_counters(ns_name: str, ifnames: list[str]) -> dict[str, dict[str, int]]:
+    """The kernel's 64-bit counters (rx/tx packets, bytes, dropped) of interfaces in ``ns_name``:
+    an account of the traffic independent of the generator's own, for known-answer tests."""
+    out = {}
+    for name in ifnames:
+        link = json.loads(subprocess.run(["ip", "-n", ns_name, "-s", "-j", "link", "show", "dev", name],
+                                         capture_output=True, text=True, check=True).stdout)[0]
+        rx, tx = link["stats64"]["rx"], link["stats64"]["tx"]
+        out[name] = {"rx_packets": rx["packets"], "tx_packets": tx["packets"], "rx_bytes": rx["bytes"],
+                     "tx_bytes": tx["bytes"], "rx_dropped": rx["dropped"], "tx_dropped": tx["dropped"]}
+    return out

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import NO_RESIDUE, REPO, lab_residue
+from conftest import NO_RESIDUE, REPO, interface_counters, lab_residue
 from nfvlab.labs.embedded import realize, state, testpmd
 from nfvlab.labs import LabError
 from nfvlab.labs.embedded import Lab
@@ -68,11 +68,11 @@ def test_jumbo_frames_cross_at_mtu_9000_counted_exactly_and_are_refused_at_1500(
         assert all(nl.link_mtu(lab.ns("pod1"), f"eth{i}") == 9000 for i in (1, 2)) if model == "ovs-dpdk-tap" else True
         gen = EmbeddedGenerator(lab.streams, flows=4, latency_pps=0, tracker=lab)
         ports = ["tg0", "tg1"]
-        before = nl.counters(lab.ns("tg"), ports)
+        before = interface_counters(lab.ns("tg"), ports)
         # 500 pps: ~4.5 MB/s per direction, well inside net_pcap's 2 MB capture buffer at each
         # PMD stall a loaded 2-CPU host causes (at 1000-5000 pps memif lost ~0.3 % under load).
         result = run_trial(gen, 500, 1.0, 9018, bidirectional=True)
-        after = nl.counters(lab.ns("tg"), ports)
+        after = interface_counters(lab.ns("tg"), ports)
     for d in result.directions:
         assert d.intended_packets == 500 and d.received_packets == d.sent_packets >= 495, d
         # Bytes: each test frame left and arrived whole (9014 B without FCS); the DUT's own

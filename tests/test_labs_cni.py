@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import NO_RESIDUE, REPO, lab_residue
+from conftest import NO_RESIDUE, REPO, interface_counters, lab_residue
 
 from nfvlab.labs import LabError
 from nfvlab.labs.embedded import state
@@ -50,11 +50,11 @@ def pod_to_pod(lab: CniLab):
 def test_pod_to_pod_crosses_the_node_link_on_its_data_path(no_residue, data_path):
     with CniLab(CniPath(data_path, 1500)) as lab:
         assert {ns.rsplit("-", 1)[1] for ns in lab.state.namespaces} == {"node1", "node2", "pod1", "pod2"}
-        before = nl.counters(lab.ns("node1"), [LINK_IF])[LINK_IF]["tx_bytes"]
+        before = interface_counters(lab.ns("node1"), [LINK_IF])[LINK_IF]["tx_bytes"]
         r = pod_to_pod(lab)
-        sent = nl.counters(lab.ns("node1"), [LINK_IF])[LINK_IF]["tx_bytes"] - before
+        sent = interface_counters(lab.ns("node1"), [LINK_IF])[LINK_IF]["tx_bytes"] - before
         tunnel = nl.link_exists(lab.ns("node1"), "vxlan0")
-        via_tunnel = nl.counters(lab.ns("node1"), ["vxlan0"])["vxlan0"]["tx_bytes"] if tunnel else 0
+        via_tunnel = interface_counters(lab.ns("node1"), ["vxlan0"])["vxlan0"]["tx_bytes"] if tunnel else 0
         assert nl.link_mtu(lab.ns("pod1"), "eth0") == (1450 if data_path == "vxlan" else 1500)
     assert r.goodput_bps > 100e6, r
     # Everything the pod received crossed node1's end of the link. veth counters count GSO

@@ -8,8 +8,6 @@ from scipy import stats as st
 
 from nfvlab.stats import (
     adjust_pvalues,
-    bootstrap_ci,
-    claim_order,
     compare,
     level_sort_key,
     summarize,
@@ -51,7 +49,8 @@ def test_t_interval_keeps_its_level_at_few_repetitions_where_a_bootstrap_does_no
     s = summarize(pd.DataFrame({"rep": np.repeat(np.arange(reps), n), "v": x.ravel()}), ["rep"], "v")
     t_covered = ((s["ci_low"] <= 100) & (100 <= s["ci_high"])).mean()
     assert 0.92 <= t_covered <= 0.98, t_covered
-    boot = [bootstrap_ci(row, statistic=np.mean, n_resamples=999, seed=i) for i, row in enumerate(x)]
+    boot = [st.bootstrap((row,), np.mean, n_resamples=999, method="percentile",
+                         rng=np.random.default_rng(i)).confidence_interval for i, row in enumerate(x)]
     boot_covered = np.mean([lo <= 100 <= hi for lo, hi in boot])
     assert boot_covered <= bootstrap_at_most, boot_covered
 
@@ -246,87 +245,3 @@ def test_fdr_bh_is_scipy():
     assert np.allclose(adjust_pvalues(p, "fdr_bh"), st.false_discovery_control(p, method="bh"))
     assert np.allclose(adjust_pvalues(p, "none"), p)
 
-
-# --------------------------------------------------------------------------- bootstrap
-def test_bootstrap_ci_deterministic():
-    x = np.random.default_rng(3).normal(50, 4, 15)
-    a = bootstrap_ci(x, seed=11)
-    b = bootstrap_ci(x, seed=11)
-    assert a == b  # byte-identical floats
-    assert a != bootstrap_ci(x, seed=12)
-    low, high = a
-    assert low < np.median(x) < high
-    lo_m, hi_m = bootstrap_ci(x, statistic=np.mean, n_resamples=500)
-    assert lo_m < x.mean() < hi_m
-
-
-def test_bootstrap_ci_edge_cases():
-    assert all(math.isnan(v) for v in bootstrap_ci([1.0]))
-    assert bootstrap_ci([2.0, 2.0, np.nan, 2.0]) == (2.0, 2.0)
-    # quantised data that makes BCa degenerate still gives an interval
-    low, high = bootstrap_ci([10, 10, 10, 10, 11, 10, 10.0])
-    assert (low, high) == (10.0, 10.0) or 10.0 <= low <= high <= 11.0
-
-
-# --------------------------------------------------------------------------- claims
-ISOLATION = ["exclusive", "shared", "none"]
-
-
-def iso_frame(means, sd=2.0, n=10, seed=0):
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame({"iso": np.repeat(list(means), n),
-                         "v": np.concatenate([rng.normal(m, sd, n) for m in means.values()])})
-
-
-def test_claim_holds():
-    df = iso_frame({"none": 80, "exclusive": 100, "shared": 90})
-    s = summarize(df, ["iso"], "v")
-    res = claim_order(s, "iso", ISOLATION)
-    assert res["holds"] is True and res["observed_order"] == ISOLATION
-    res = claim_order(s, "iso", ISOLATION, compare_df=compare(df, "iso", "v"))
-    assert res["holds"] is True, res["detail"]
-
-
-def test_claim_fails_on_wrong_order():
-    df = iso_frame({"exclusive": 90, "shared": 100, "none": 80})
-    s = summarize(df, ["iso"], "v")
-    res = claim_order(s, "iso", ISOLATION)
-    assert res["holds"] is False
-    assert res["observed_order"] == ["shared", "exclusive", "none"]
-    assert res["detail"].startswith("order violated") and "'exclusive'" in res["detail"]
-    res = claim_order(s, "iso", ISOLATION, compare_df=compare(df, "iso", "v"))
-    assert res["holds"] is False and res["detail"].startswith("order violated")
-    # equal values are not "decreasing"
-    tie = pd.DataFrame({"iso": ISOLATION, "n": [3, 3, 3], "mean": [5.0, 5.0, 1.0]})
-    assert claim_order(tie, "iso", ISOLATION)["holds"] is False
-
-
-def test_claim_not_testable():
-    df = pd.DataFrame({"iso": ["exclusive"] * 3 + ["shared"] * 2,
-                       "v": [1.0, 2.0, 3.0, np.nan, np.nan]})
-    res = claim_order(summarize(df, ["iso"], "v"), "iso", ISOLATION)
-    assert res["holds"] is None
-    assert res["observed_order"] == ["exclusive"]
-    assert res["missing"] == ["shared", "none"]
-
-
-def test_claim_order_right_but_not_significant():
-    df = iso_frame({"exclusive": 102, "shared": 100, "none": 80}, sd=5, seed=4)
-    s = summarize(df, ["iso"], "v")
-    x = s.set_index("iso")["mean"]
-    assert x["exclusive"] > x["shared"] > x["none"]  # the seed gives the expected order
-    assert claim_order(s, "iso", ISOLATION)["holds"] is True
-    res = claim_order(s, "iso", ISOLATION, compare_df=compare(df, "iso", "v"))
-    assert res["holds"] is False
-    assert "'exclusive' vs 'shared': not significant" in res["detail"]
-    assert "'shared' vs 'none'" not in res["detail"]
-
-
-def test_claim_skips_levels_without_data_and_checks_median():
-    df = iso_frame({"exclusive": 100, "none": 80})
-    s = summarize(df, ["iso"], "v")
-    res = claim_order(s, "iso", ISOLATION, value="median", compare_df=compare(df, "iso", "v"))
-    assert res["holds"] is True and res["missing"] == ["shared"]
-    assert "shared" in res["detail"]
-    with pytest.raises(ValueError):
-        claim_order(summarize(df.assign(fs=[64, 128] * 10), ["iso", "fs"], "v"), "iso", ISOLATION)

@@ -34,20 +34,6 @@ Ratio = Union[str, float, int, Fraction]
 
 _RATIO_RE = re.compile(r"^\s*\(?\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*\)?\s*$")
 
-#: Ratios the note's matrices were measured with (every published MRR table).
-PUBLISHED_RATIOS = {
-    "pcmr4sw": "(1:1)",
-    "pcdr4nf": "(1:1)",
-    "pcmr4nf": "(1:2)",
-}
-#: Target values the note lists for benchmarking (not all were measured).
-TARGET_RATIOS = {
-    "pcdr4sw": ("(1:1)", "(2:1)", "(4:1)"),
-    "pcmr4sw": ("(1:1)", "(1:2)"),
-    "pcdr4nf": ("(1:1)", "(1:2)", "(1:4)"),
-    "pcmr4nf": ("(1:2)", "(1:4)", "(1:8)"),
-}
-
 
 def parse_ratio(ratio: Ratio) -> Fraction:
     """Cores per thread set of a ratio.
@@ -91,17 +77,6 @@ def parse_ratio(ratio: Ratio) -> Fraction:
     if value <= 0:
         raise ValueError(f"ratio must be positive: {ratio!r}")
     return value
-
-
-def ratio_value(ratio: Ratio) -> float:
-    """Cores per thread set as a float (``"(1:2)"`` -> ``0.5``)."""
-    return float(parse_ratio(ratio))
-
-
-def format_ratio(ratio: Ratio) -> str:
-    """Canonical ``"(a:b)"`` text of a ratio (``0.25`` -> ``"(1:4)"``, ``2`` -> ``"(2:1)"``)."""
-    value = parse_ratio(ratio)
-    return f"({value.numerator}:{value.denominator})"
 
 
 def physical_cores(
@@ -211,51 +186,3 @@ def core_plan(
         switch_cores=math.ceil(switch_cores(pcdr4sw, pcmr4sw)),
         nf_cores=core_usage_view(instances, nfs_per_instance, pcdr4nf, pcmr4nf),
     )
-
-
-def implied_core_capacity(mrr):
-    """Bounds on the usable cores implied by the "---" (impossible) cells.
-
-    For each ``(testbed_id, pcdr4sw)`` group of :func:`nfvlab.reference.density_mrr`,
-    the largest :attr:`CorePlan.total_cores` among cells that were *not* marked
-    impossible is a lower bound on the cores the note had available, and the
-    smallest among impossible cells, minus one, is an upper bound.
-
-    Parameters
-    ----------
-    mrr : pandas.DataFrame
-        Rows of :func:`nfvlab.reference.density_mrr`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``testbed_id, pcdr4sw, max_possible_nfs, min_impossible_nfs,
-        min_cores, max_cores, consistent`` (``consistent``: the impossible cells
-        are exactly those above one threshold, ``min_cores <= max_cores``).
-    """
-    import pandas as pd
-
-    out = []
-    for (tb, sw), g in mrr.groupby(["testbed_id", "pcdr4sw"], sort=True):
-        cores = [
-            core_plan(int(i), int(n), sw, r_msw, r_dnf, r_mnf).total_cores
-            for i, n, r_msw, r_dnf, r_mnf in zip(
-                g["instances"], g["nfs_per_instance"], g["pcmr4sw"], g["pcdr4nf"], g["pcmr4nf"]
-            )
-        ]
-        g = g.assign(_cores=cores)
-        imp = g["status"] == "impossible"
-        lo = int(g.loc[~imp, "_cores"].max())
-        hi = int(g.loc[imp, "_cores"].min()) - 1 if imp.any() else None
-        out.append(
-            {
-                "testbed_id": tb,
-                "pcdr4sw": sw,
-                "max_possible_nfs": int(g.loc[~imp, "total_nfs"].max()),
-                "min_impossible_nfs": int(g.loc[imp, "total_nfs"].min()) if imp.any() else None,
-                "min_cores": lo,
-                "max_cores": hi,
-                "consistent": hi is None or lo <= hi,
-            }
-        )
-    return pd.DataFrame(out)

@@ -32,8 +32,6 @@ from nfvlab.trial import TrialResult
 #: Record fields of a search goal (:meth:`GoalParams.to_dict`), after RFC 9971's goal attributes.
 GOAL_FIELDS = ("goal_loss_ratio", "goal_exceed_ratio", "goal_final_trial_duration_s", "goal_duration_sum_s",
                "goal_relative_width", "goal_initial_trial_duration_s")
-#: The values :func:`classify_load` returns (RFC 9971 section "Load Classification").
-CLASSIFICATIONS = ("lower bound", "upper bound", "undecided")
 
 
 @dataclass(frozen=True)

@@ -120,18 +120,6 @@ def link_mtu(ns_name: str, ifname: str) -> int:
 
 
 @_off_running_loop
-def counters(ns_name: str, ifnames: list[str]) -> dict[str, dict[str, int]]:
-    """64-bit interface counters (rx/tx packets, bytes, dropped) per interface."""
-    out = {}
-    with ipr_in(ns_name) as ipr:
-        for name in ifnames:
-            st = ipr.get_links(link_index(ipr, name))[0].get("IFLA_STATS64")
-            out[name] = {k: st[k] for k in (
-                "rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_dropped", "tx_dropped")}
-    return out
-
-
-@_off_running_loop
 def add_address(ns_name: str, ifname: str, cidr: str) -> None:
     addr, plen = cidr.split("/")
     with ipr_in(ns_name) as ipr:

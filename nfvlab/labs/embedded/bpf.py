@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -103,11 +102,6 @@ def tc_ingress_prog(ns: str, ifname: str) -> int | None:
     return ids[0] if ids else None
 
 
-def detach_tc_ingress(ns: str, ifname: str) -> None:
-    """Remove the clsact qdisc (and with it the program) from ``ifname``."""
-    run(["tc", "-n", ns, "qdisc", "del", "dev", ifname, "clsact"])
-
-
 def attach_xdp(ns: str, ifname: str, obj: Path, section: str = "xdp.frags") -> int:
     """Attach ``obj`` to ``ifname`` in native (driver) mode; returns the program id.
 
@@ -123,10 +117,6 @@ def attach_xdp(ns: str, ifname: str, obj: Path, section: str = "xdp.frags") -> i
 def xdp_prog(ns: str, ifname: str) -> int | None:
     """Id of the XDP program on ``ifname`` (None: none attached)."""
     return links(ns)[ifname].get("xdp", {}).get("prog", {}).get("id")
-
-
-def detach_xdp(ns: str, ifname: str) -> None:
-    run(["ip", "-n", ns, "link", "set", "dev", ifname, "xdpdrv", "off"])
 
 
 def gro_on(ns: str, ifname: str) -> None:
@@ -154,23 +144,3 @@ def map_set_u32(map_id: int, key: int, value: int, ns: str) -> None:
     """
     run(["ip", "netns", "exec", ns, "bpftool", "map", "update", "id", str(map_id),
          "key", *_le_bytes(key, 4), "value", *_le_bytes(value, 4)])
-
-
-def map_values(map_id: int) -> list[int]:
-    """Every value of an array map, in key order (little-endian integers)."""
-    entries = json.loads(run(["bpftool", "-j", "map", "dump", "id", str(map_id)]))
-    return [int.from_bytes(bytes(int(b, 16) for b in e["value"]), "little") for e in entries]
-
-
-@dataclass(frozen=True)
-class Counters:
-    """A program's own frame counters (its ``stats`` map)."""
-
-    redirected: int
-    dropped: int
-
-
-def counters(prog_id: int) -> Counters:
-    """Frames program ``prog_id`` redirected and dropped since it was loaded."""
-    values = map_values(prog_maps(prog_id)["stats"])
-    return Counters(redirected=values[0], dropped=values[1])

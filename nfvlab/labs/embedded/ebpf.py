@@ -69,15 +69,6 @@ def build_ebpf_xdp(lab) -> list[Stream]:
     return pod_routes_to_tg(lab, pod)
 
 
-def programs(lab) -> dict[str, int]:
-    """Worker port -> id of the BPF program forwarding its frames (missing: none attached)."""
-    wk = lab.ns("wk")
-    ports = [p for pair in PATCH.items() for p in pair]
-    found = {p: bpf.xdp_prog(wk, p) if lab.model == "ebpf-xdp" else bpf.tc_ingress_prog(wk, p)
-             for p in ports}
-    return {p: prog for p, prog in found.items() if prog is not None}
-
-
 BUILDERS = {
     "ebpf-tc": build_ebpf_tc,
     "ebpf-xdp": build_ebpf_xdp,

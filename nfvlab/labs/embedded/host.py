@@ -50,10 +50,6 @@ def free_hugepages_2m() -> int:
     return int(p.read_text()) if p.exists() else 0
 
 
-def hugepages_supported() -> bool:
-    return HUGEPAGE_DIR.exists()
-
-
 def kernel_config() -> Optional[dict[str, str]]:
     """The running kernel's build configuration (``CONFIG_X`` -> ``y``/``m``/...), if readable."""
     for p in (Path("/proc/config.gz"), Path(f"/boot/config-{os.uname().release}")):

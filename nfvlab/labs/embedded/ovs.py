@@ -136,7 +136,3 @@ class Ovs:
         for a, b in pairs:
             self.ofctl("add-flow", f"in_port={a},actions=output:{b}")
             self.ofctl("add-flow", f"in_port={b},actions=output:{a}")
-
-    def unixctl(self, *args: str) -> str:
-        """ovs-appctl on ovs-vswitchd (e.g. ``dpif-netdev/pmd-rxq-show``)."""
-        return self._run(["ovs-appctl", "-t", str(self.dir / "ovs-vswitchd.ctl"), *args])
