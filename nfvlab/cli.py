@@ -411,7 +411,7 @@ def cmd_search(a) -> int:
             if rec is not None:
                 rec.trial(t, model=model, goal=a.goal)
 
-        meas = measure.measurer(gen, a.frame_size, traffic, extra={"model": model})
+        meas = measure.measurer(gen, a.frame_size, traffic, extra={"model": model}, search=sp)
         out = measure.search(meas, a.frame_size, sp, max_rate_pps=max_rate, ceiling_pps=ceiling,
                              on_trial=on_trial, progress=not a.no_progress and not a.json)
         if rec is not None and isinstance(out, list):  # a sweep returns a DataFrame

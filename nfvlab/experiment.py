@@ -254,7 +254,7 @@ def _measure(params: ExperimentParams, backend, calibration: Calibration, scenar
                 bar.trial()
                 rec.trial(t, purpose="search", repetition=rep, **cl)
 
-            meas = measure.measurer(gen, fs, params.traffic, extra={"model": scenario.model})
+            meas = measure.measurer(gen, fs, params.traffic, extra={"model": scenario.model}, search=params.search)
             ceiling = calibration.ceiling(gen.identity(), fs)
             max_rate = params.search.max_rate_pps or measure.default_max_rate(params.lab.port_speed, fs, ceiling)
             try:
@@ -298,12 +298,17 @@ def latency_under_load(params: ExperimentParams, gen, frame_size, results, rec: 
                        labels: dict, model: str) -> None:
     """Latency trials at the load fractions of the rate a search found (CSIT's latency under load).
 
-    Each trial is recorded with ``purpose=latency``, the ``goal`` and ``load_fraction``.
+    Each trial is recorded with ``purpose=latency``, the ``goal`` and ``load_fraction``; an
+    invalid one (``valid: false``) is repeated up to ``search.max_invalid_repeats`` times.
     """
     goal, rates = latency_rates(params, results, gen.describe().get("latency_pps") or 0)
     for fraction, rate in rates:
-        t = run_trial(gen, rate, params.trial.duration_s, frame_size,
-                      bidirectional=params.traffic.bidirectional, kind="trial",
-                      extra={"model": model, "load_fraction": fraction})
-        bar.trial()
-        rec.trial(t, purpose="latency", goal=goal, load_fraction=fraction, repetition=rep, **labels)
+        # An invalid trial (the generator off schedule) is recorded and repeated, as in searches.
+        for _attempt in range(params.search.max_invalid_repeats + 1):
+            t = run_trial(gen, rate, params.trial.duration_s, frame_size,
+                          bidirectional=params.traffic.bidirectional, kind="trial",
+                          extra={"model": model, "load_fraction": fraction})
+            bar.trial()
+            rec.trial(t, purpose="latency", goal=goal, load_fraction=fraction, repetition=rep, **labels)
+            if t.valid:
+                break

@@ -136,8 +136,11 @@ def search(measure, frame_size: FrameSize, sp: SearchParams, *, max_rate_pps: fl
 
 
 def measurer(gen: TrafficGenerator, frame_size: FrameSize, traffic: TrafficParams,
-             extra: Optional[dict] = None) -> GeneratorMeasurer:
-    return GeneratorMeasurer(gen, frame_size, bidirectional=traffic.bidirectional, extra=extra)
+             extra: Optional[dict] = None, search: Optional[SearchParams] = None) -> GeneratorMeasurer:
+    """The measurer of ``gen`` at ``frame_size``; ``search`` sets how often invalid trials are repeated."""
+    repeats = search.max_invalid_repeats if search is not None else SearchParams().max_invalid_repeats
+    return GeneratorMeasurer(gen, frame_size, bidirectional=traffic.bidirectional, extra=extra,
+                             max_invalid_repeats=repeats)
 
 
 __all__ = ["InputError", "bench", "check_inputs", "check_scenario", "default_max_rate", "measurer", "search"]

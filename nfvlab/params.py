@@ -120,6 +120,9 @@ class SearchParams(_Strict):
     """MLRsearch (RFC 9971 Goal Exceed Ratio): share of those trial-seconds that may
     exceed the goal loss ratio while the load still counts as a lower bound, 0..1."""
     search_duration_max_s: PositiveFloat = 600.0
+    max_invalid_repeats: int = Field(default=3, ge=0, le=20)
+    """How often a trial the generator ruled invalid (it did not offer the load on
+    schedule) is repeated before the search ends saying so, 0..20 (docs/methodology.md)."""
     sweep_fractions: list[Annotated[float, Field(gt=0, le=1)]] = Field(
         default_factory=lambda: [0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     )

@@ -620,6 +620,8 @@ def experiment_sections(letter: str, tables_dir: PathLike, figures_dir: PathLike
                       f"{' (listed below)' if n_flag else ''}. A large change between runs of the same code "
                       "and host says this host's numbers move more than their intervals suggest.",
                 styled(changes_text(ch), f"{letter}_changes") if n_flag else None, []))
+    if records.exists():
+        out.append(validity_section(title.split(":")[0], records, f"{letter}_invalid"))
     missing = [f[f["status"] != "measured"] for f in frames if "status" in f.columns]
     n_missing = sum(len(m) for m in missing)
     out.append(Section(f"{title.split(':')[0]}: not realizable or not measured on this host",
@@ -627,6 +629,29 @@ def experiment_sections(letter: str, tables_dir: PathLike, figures_dir: PathLike
                        "with the reason in *why no value*." if n_missing else "Every configuration was measured.",
                        None, []))
     return out
+
+
+def invalid_trials_text(invalid: pd.DataFrame) -> pd.DataFrame:
+    """Invalid trials counted per configuration (what :func:`nfvlab.results.invalid_trials_frame` lists)."""
+    keys = [c for c in ["model", *results.CONFIG_LABELS, "frame_size"] if invalid[c].notna().any()]
+    grouped = invalid.groupby(keys, dropna=False, sort=True)
+    out = grouped.agg(invalid_trials=("rate_pps", "size"), longest_stall_ms=("stall_s", "max")).reset_index()
+    out["longest_stall_ms"] = (out["longest_stall_ms"] * 1e3).map(lambda v: "—" if pd.isna(v) else f"{v:.1f}")
+    out["last reason"] = grouped["reason"].last().values
+    return out.rename(columns={c: _column_name(c) for c in keys}).rename(
+        columns={"invalid_trials": "invalid trials", "longest_stall_ms": "longest stall [ms]"})
+
+
+def validity_section(name: str, records: Path, uid: str) -> Section:
+    """How many trials of the latest run were invalid (the generator off schedule), per configuration."""
+    invalid = results.invalid_trials_frame(records)
+    head = f"{name}: trial validity"
+    if invalid.empty:
+        return Section(head, "Every trial was valid: the generator offered each load on schedule.", None, [])
+    return Section(head, f"{len(invalid)} trial(s) were invalid: the generator did not offer the load on "
+                         "schedule (it stalled beyond what its schedule absorbs), so they are no measurement "
+                         "of the DUT; each was recorded and repeated (`docs/methodology.md`, Invalid trials).",
+                   styled(invalid_trials_text(invalid), uid), [])
 
 
 def cni_table_text(table: pd.DataFrame) -> pd.DataFrame:

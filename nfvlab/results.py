@@ -78,7 +78,8 @@ def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "lates
         ``frame_size`` (int or "IMIX"), ``repetition``, ``goal`` (ndr/pdr/mrr), ``method``, ``loss_ratio``,
         ``throughput_pps`` (per direction), ``lower_bound_pps``, ``upper_bound_pps``,
         ``throughput_gbps_l1`` / ``throughput_gbps_l2`` (per direction, at the frame
-        size), ``n_trials``, ``trial_seconds``, ``generator_limited`` (True/False/None);
+        size), ``n_trials``, ``trial_seconds``, ``invalid_trials`` (trials the generator ruled
+        invalid and the search repeated; 0 in older records), ``generator_limited`` (True/False/None);
         the RFC 9971 fields of :class:`nfvlab.search.SearchResult`: ``conditional_throughput_pps``
         (per direction), ``regular`` (True/False; None for MRR and older records),
         ``flags`` (``;``-joined, e.g. ``max-load-is-lower-bound``; empty when none),
@@ -105,12 +106,14 @@ def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "lates
                 "throughput_gbps_l1": linerate.pps_to_gbps(tp, fs, 1) if tp is not None else None,
                 "throughput_gbps_l2": linerate.pps_to_gbps(tp, fs, 2) if tp is not None else None,
                 "n_trials": res.get("n_trials"), "trial_seconds": res.get("trial_seconds"),
+                "invalid_trials": int(res.get("invalid_trials") or 0),
                 "generator_limited": res.get("generator_limited"),
                 **{k: res.get(k) for k in SEARCH_RFC9971}, "flags": ";".join(res.get("flags") or ()),
             })
     cols = ["experiment", "run_id", "model", *CONFIG_LABELS, "frame_size", "repetition", "goal", "method", "loss_ratio",
             "throughput_pps", "lower_bound_pps", "upper_bound_pps", "throughput_gbps_l1",
-            "throughput_gbps_l2", "n_trials", "trial_seconds", "generator_limited", *SEARCH_RFC9971, "flags"]
+            "throughput_gbps_l2", "n_trials", "trial_seconds", "invalid_trials", "generator_limited", *SEARCH_RFC9971,
+            "flags"]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -119,7 +122,7 @@ LATENCY_NS = ("min_ns", "avg_ns", "p50_ns", "p90_ns", "p95_ns", "p99_ns", "p999_
 
 
 def latency_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> pd.DataFrame:
-    """One row per direction of each latency trial (at a fraction of the rate a search found).
+    """One row per direction of each valid latency trial (at a fraction of the rate a search found).
 
     Returns
     -------
@@ -138,6 +141,8 @@ def latency_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest
         for r in recs:
             if r["type"] != "trial" or r["labels"].get("purpose") != "latency":
                 continue
+            if not r["result"].get("valid", True):  # the generator was off schedule: no measurement
+                continue
             t, lab = r["result"], r["labels"]
             for d in t["directions"]:
                 lat = d["latency"]
@@ -153,6 +158,34 @@ def latency_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest
                                      *LATENCY_NS, "hdr_histogram"])
     for col in LATENCY_NS:
         df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
+    return df
+
+
+def invalid_trials_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> pd.DataFrame:
+    """One row per invalid trial: the generator did not offer the load on schedule (not a measurement).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model``, the :data:`CONFIG_LABELS`, ``frame_size``, ``repetition``, ``purpose``
+        (``search`` / ``latency`` / ...), ``rate_pps`` (per direction), ``stall_s`` (the
+        generator's total stall, seconds; NaN if not reported) and ``reason`` (one line).
+        Empty when every trial was valid.
+    """
+    rows = []
+    for _path, recs in selected_runs(paths, run):
+        for r in recs:
+            if r["type"] != "trial" or r["result"].get("valid", True):
+                continue
+            t, lab = r["result"], r["labels"]
+            stall = (t.get("extra") or {}).get("schedule", {}).get("stall_s")
+            rows.append({"model": lab.get("model"), **{k: lab.get(k) for k in CONFIG_LABELS},
+                         "frame_size": t["frame_size"], "repetition": lab.get("repetition"),
+                         "purpose": lab.get("purpose"), "rate_pps": t["rate_pps"],
+                         "stall_s": stall, "reason": t.get("invalid_reason")})
+    df = pd.DataFrame(rows, columns=["model", *CONFIG_LABELS, "frame_size", "repetition", "purpose", "rate_pps",
+                                     "stall_s", "reason"])
+    df["stall_s"] = pd.to_numeric(df["stall_s"], errors="coerce").astype("float64")
     return df
 
 

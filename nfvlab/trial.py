@@ -8,7 +8,7 @@ provide one; searches never know which.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Protocol, Union
+from typing import Optional, Protocol, Union
 
 from nfvlab.traffic.stats import DirectionStats, LatencyStats
 
@@ -36,6 +36,12 @@ class TrialResult:
     """``trial`` or ``warmup``."""
     extra: dict = field(default_factory=dict)
     """Free-form details (generator, lab, model) recorded with the trial."""
+    valid: bool = True
+    """False when the generator did not offer the intended load on schedule through its own
+    fault (a stall beyond its slip budget, a stretched duration): not a measurement of the
+    DUT. Searches never use an invalid trial; records keep it (docs/methodology.md)."""
+    invalid_reason: Optional[str] = None
+    """One line: why the trial is invalid (with the stall figures); None for a valid trial."""
 
     @property
     def intended_packets(self) -> int:
@@ -123,6 +129,8 @@ class TrialResult:
             started_at=d.get("started_at", ""),
             kind=d.get("kind", "trial"),
             extra=d.get("extra", {}),
+            valid=d.get("valid", True),  # records written before validity existed
+            invalid_reason=d.get("invalid_reason"),
         )
 
 
@@ -150,22 +158,36 @@ def run_trial(
 
     started = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
     dirs = generator.run(rate_pps, duration_s, frame_size, bidirectional=bidirectional)
+    schedule = getattr(generator, "last_schedule", None)
+    details = {"generator": generator.name, **(extra or {})}
+    if schedule is not None:
+        details["schedule"] = asdict(schedule)
     return TrialResult(
         rate_pps=float(rate_pps), duration_s=float(duration_s), frame_size=frame_size,
-        directions=tuple(dirs), started_at=started, kind=kind,
-        extra={"generator": generator.name, **(extra or {})},
+        directions=tuple(dirs), started_at=started, kind=kind, extra=details,
+        valid=schedule is None or schedule.fault is None,
+        invalid_reason=None if schedule is None else schedule.fault,
     )
 
 
+#: How often a search repeats an invalid trial before it gives up (params: search.max_invalid_repeats).
+MAX_INVALID_REPEATS = 3
+
+
 class GeneratorMeasurer:
-    """A :class:`Measurer` over a traffic generator at a fixed frame size."""
+    """A :class:`Measurer` over a traffic generator at a fixed frame size.
+
+    ``max_invalid_repeats``: how often the search's trial loop repeats a trial the
+    generator ruled invalid (:class:`nfvlab.search.result.TrialLog`).
+    """
 
     def __init__(self, generator, frame_size: FrameSize, *, bidirectional: bool = True,
-                 extra: dict | None = None) -> None:
+                 extra: dict | None = None, max_invalid_repeats: int = MAX_INVALID_REPEATS) -> None:
         self.generator = generator
         self.frame_size = frame_size
         self.bidirectional = bidirectional
         self.extra = extra or {}
+        self.max_invalid_repeats = max_invalid_repeats
 
     def __call__(self, rate_pps: float, duration_s: float) -> TrialResult:
         return run_trial(self.generator, rate_pps, duration_s, self.frame_size,

@@ -19,6 +19,7 @@ from nfvlab.search.result import (
     SearchError,
     SearchResult,
     SearchTimeoutError,
+    GeneratorFaultError,
     total_cost,
 )
 from nfvlab.search.sweep import DEFAULT_FRACTIONS, loss_sweep
@@ -34,6 +35,7 @@ __all__ = [
     "SearchError",
     "SearchResult",
     "SearchTimeoutError",
+    "GeneratorFaultError",
     "SyntheticDut",
     "classify_load",
     "conditional_throughput_pps",

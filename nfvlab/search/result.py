@@ -4,7 +4,10 @@ Every search in :mod:`nfvlab.search` runs its trials through a :class:`TrialLog`
 which calls the injected measurer, hands each :class:`~nfvlab.trial.TrialResult`
 to the caller's ``on_trial`` hook right away (so records can be appended
 durably while the search is still running), keeps the trial count and the
-trial-seconds, and drives an optional tqdm progress bar on stderr.
+trial-seconds, and drives an optional tqdm progress bar on stderr. It is also
+the one place where invalid trials (the generator did not offer the load on
+schedule) are recorded, repeated a bounded number of times and kept away from
+the search.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from tqdm import tqdm
 
 from nfvlab.system import signals
 from nfvlab.search.goal import GOAL_FIELDS, GoalParams
-from nfvlab.trial import Measurer, TrialResult
+from nfvlab.trial import MAX_INVALID_REPEATS, Measurer, TrialResult
 
 OnTrial = Callable[[TrialResult], None]
 """Hook called with each trial's result right after the trial, in order."""
@@ -61,6 +64,18 @@ class MinRateFailedError(SearchError):
 
 class SearchTimeoutError(SearchError):
     """The search took longer than its allowed wall-clock time."""
+
+
+class GeneratorFaultError(SearchError):
+    """Every repeat of a trial was invalid: the generator could not offer the rate on schedule.
+
+    ``invalid`` holds those invalid trials (they were passed to ``on_trial`` too).
+    """
+
+    def __init__(self, message: str, trials: Iterable[TrialResult] = (),
+                 invalid: Iterable[TrialResult] = ()) -> None:
+        super().__init__(message, trials)
+        self.invalid: tuple[TrialResult, ...] = tuple(invalid)
 
 
 #: Flags that make a goal result irregular (RFC 9971 "Irregular Goal Result").
@@ -129,6 +144,9 @@ class SearchResult:
     relevant upper bound was found: irregular), ``width-not-reached`` (the
     bounds are farther apart than the goal width: irregular),
     ``lower-bound-is-min-load`` (the lower bound is the search's minimum rate)."""
+    invalid_trials: int = 0
+    """Trials the generator ruled invalid and the search repeated (not in ``trials``,
+    not in ``n_trials``; the records keep them with ``valid: false``)."""
 
     @property
     def regular(self) -> Optional[bool]:
@@ -221,6 +239,10 @@ class TrialLog:
         through :meth:`show`).
     desc : str
         Label of the progress bar.
+    max_invalid_repeats : int, optional
+        How often an invalid trial (``TrialResult.valid`` False) is repeated before
+        :class:`GeneratorFaultError`; default: the measurer's ``max_invalid_repeats``
+        attribute, else :data:`nfvlab.trial.MAX_INVALID_REPEATS`.
     """
 
     def __init__(
@@ -229,11 +251,17 @@ class TrialLog:
         on_trial: Optional[OnTrial] = None,
         progress: bool = False,
         desc: str = "search",
+        max_invalid_repeats: Optional[int] = None,
     ) -> None:
+        if max_invalid_repeats is None:
+            max_invalid_repeats = getattr(measure, "max_invalid_repeats", MAX_INVALID_REPEATS)
+        self.max_invalid_repeats = int(max_invalid_repeats)
         if not callable(measure) and callable(getattr(measure, "measure", None)):
             measure = measure.measure  # an object with a .measure(rate_pps, duration_s)
         self._measure = measure
         self._on_trial = on_trial
+        self.invalid: list[TrialResult] = []
+        """Invalid trials, in order (recorded through ``on_trial``, never given to the search)."""
         self.trials: list[TrialResult] = []
         self.trial_seconds = 0.0
         """Sum of intended durations of the trials run so far, s."""
@@ -251,10 +279,25 @@ class TrialLog:
         A SIGINT/SIGTERM swallowed since the last trial is raised here, before
         the trial (:func:`nfvlab.system.signals.checkpoint`).
         """
-        signals.checkpoint()
-        result = self._measure(float(rate_pps), float(duration_s))
-        if kind is not None and result.kind != kind:
-            result = dataclasses.replace(result, kind=kind)
+        invalid_here = []
+        while True:
+            signals.checkpoint()
+            result = self._measure(float(rate_pps), float(duration_s))
+            if kind is not None and result.kind != kind:
+                result = dataclasses.replace(result, kind=kind)
+            if result.valid:
+                break
+            # Not a measurement of the DUT: keep it in the records, repeat it (bounded).
+            self.invalid.append(result)
+            invalid_here.append(result)
+            if self._on_trial is not None:
+                self._on_trial(result)
+            self._bar.set_postfix_str(f"invalid trial at {rate_pps:,.0f} pps: repeated", refresh=False)
+            if len(invalid_here) > self.max_invalid_repeats:
+                raise GeneratorFaultError(
+                    f"the generator could not offer {rate_pps:,.0f} pps on schedule: {len(invalid_here)} "
+                    f"invalid trial(s) in a row, the last: {result.invalid_reason}",
+                    trials=self.trials, invalid=self.invalid)
         self.trials.append(result)
         self.trial_seconds += float(result.duration_s)  # intended duration, s
         if self._on_trial is not None:
@@ -318,6 +361,7 @@ class TrialLog:
             max_rate_pps=max_rate_pps,
             directions=max((len(t.directions) for t in self.trials), default=None),
             flags=flags,
+            invalid_trials=len(self.invalid),
         )
 
 

@@ -11,14 +11,48 @@ Trial semantics every implementation keeps (docs/measurement.md):
 * ``rate_pps`` is the intended rate *per direction*, latency probes included;
 * ``intended_packets`` = rate x duration; frames not sent count as loss;
 * counters are read only after traffic has stopped and in-flight frames landed;
-* only this trial's test frames count as received.
+* only this trial's test frames count as received;
+* a trial whose load did not leave on schedule through the generator's own fault
+  (its sender stalled, its traffic took longer than the duration) is not a
+  measurement of the DUT: the generator says so in :attr:`TrafficGenerator.last_schedule`
+  (:class:`Schedule`), and the trial is recorded as invalid and repeated.
 """
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Optional, Protocol, runtime_checkable
 
 from nfvlab.linerate import FrameSize
 from nfvlab.traffic.stats import DirectionStats
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How well a generator kept its schedule in one trial (the facts that make a trial valid).
+
+    A generator sets ``fault`` when the offered load deviated from the intended
+    through its own fault: the trial is then no measurement of the DUT
+    (docs/methodology.md, "Invalid trials"). Loss while the generator was on
+    schedule, and frames the kernel held back (backpressure from the DUT), are
+    not faults: they are loss.
+    """
+
+    stall_s: float = 0.0
+    """Total time the sender was not running when its schedule needed it (stalls
+    longer than ``stall_threshold_s`` each), seconds."""
+    stall_max_s: float = 0.0
+    """Longest single stall, seconds."""
+    stalls: int = 0
+    """Number of stalls."""
+    budget_s: float = 0.0
+    """Stall time the schedule absorbs without changing the offered load (it slips;
+    frames keep their spacing), seconds."""
+    stall_threshold_s: float = 0.0
+    """A gap off schedule is a stall from this long on, seconds."""
+    elapsed_s: Optional[float] = None
+    """Time the traffic actually took, seconds (None: not measured)."""
+    fault: Optional[str] = None
+    """One line: why this trial is not a measurement; None when the load went out on schedule."""
 
 
 class GeneratorError(RuntimeError):
@@ -29,6 +63,10 @@ class GeneratorError(RuntimeError):
 class TrafficGenerator(Protocol):
     name: str
     """Implementation name recorded with every trial (``nfvlab-gen``, ``trex``)."""
+
+    last_schedule: Optional[Schedule]
+    """How the last :meth:`run` kept its schedule (None before the first, or for a generator
+    that cannot tell: its trials count as valid)."""
 
     def identity(self) -> dict:
         """What the generator's ceiling depends on: ``name``, ``version`` (binary hash or

@@ -34,6 +34,14 @@ most 1 % of the duration (``slip_s`` per stream in the report; see Pacing in
 ``nfvlab_gen.c``). Measured on a busy 2-vCPU VM: a shallow-buffer DUT's NDR
 went from -20 % to within 1 % of its capacity at 1518 B.
 
+Validity: the TX loop (or, on the XDP path, its BPF program) counts the time it
+was not running when its schedule needed it, outside send calls (see Stalls in
+``nfvlab_gen.c``). When those stalls add up to more than the slip budget, the
+load could not leave on schedule through the generator's fault:
+:attr:`EmbeddedGenerator.last_schedule` carries the fault and the trial is
+invalid (docs/methodology.md). Frames the kernel held back while the sender
+was running (backpressure from the DUT) stay loss.
+
 XDP transmit (``tx="xdp"``): load frames leave through an XDP program that the
 kernel runs in its live-frames mode (``nfvlab_tx.h``), paced by the program on
 the same clock and with the same slip rules, probes still through AF_PACKET.
@@ -54,7 +62,7 @@ from nfvlab.linerate import FrameSize
 from nfvlab.scenario.topology import Port, Stream
 from nfvlab.system import signals
 from nfvlab.system.host import host_identity
-from nfvlab.traffic.base import GeneratorError
+from nfvlab.traffic.base import GeneratorError, Schedule
 from nfvlab.traffic.embedded.binary import count_object, gen_binary, tx_object
 from nfvlab.traffic.stats import DirectionStats, LatencyStats, encode_histogram, histogram_of
 
@@ -66,6 +74,21 @@ def latency_stats(report: dict) -> LatencyStats:
     hist = encode_histogram(histogram_of(samples)) if samples else None
     return LatencyStats.from_dict({**{k: v for k, v in report.items() if k != "samples_ns"},
                                    "hdr_histogram": hist})
+
+
+def schedule(report: dict) -> Schedule:
+    """How nfvlab-gen kept its schedule (its report's stall figures), with the fault when its
+    stalls exceeded what the schedule can absorb (the slip budget)."""
+    stall_s, budget_s = float(report.get("stall_total_s", 0.0)), float(report.get("slip_budget_s", 0.0))
+    elapsed = max((float(s.get("tx_elapsed_s", 0.0)) for s in report.get("streams", [])), default=None)
+    fault = None
+    if stall_s > budget_s:
+        fault = (f"generator stalled {stall_s * 1e3:.1f} ms in {report.get('stalls', 0)} stall(s) (longest "
+                 f"{float(report.get('stall_max_s', 0.0)) * 1e3:.1f} ms), beyond the {budget_s * 1e3:.1f} ms its "
+                 f"schedule absorbs: the load did not leave on schedule")
+    return Schedule(stall_s=stall_s, stall_max_s=float(report.get("stall_max_s", 0.0)),
+                    stalls=int(report.get("stalls", 0)), budget_s=budget_s,
+                    stall_threshold_s=float(report.get("stall_threshold_s", 0.0)), elapsed_s=elapsed, fault=fault)
 
 
 class ProcessTracker(Protocol):
@@ -191,6 +214,9 @@ class EmbeddedGenerator:
         self.tx_obj = tx_object() if tx == "xdp" else None
         #: The last trial's JSON report from nfvlab-gen (trial id, per-stream counts), or None.
         self.last_report: Optional[dict] = None
+        self.last_schedule: Optional[Schedule] = None
+        #: Test hook: nfvlab-gen's TX stops ``(ms, at_s)`` once in every trial (a stall of known size).
+        self.inject_stall: Optional[tuple[float, float]] = None
 
     def identity(self) -> dict:
         return identity(self.cpu, self.tx)
@@ -230,6 +256,8 @@ class EmbeddedGenerator:
             cmd += ["--cpu", str(self.cpu)]
         if self.tx_obj is not None:
             cmd += ["--tx", "xdp", "--tx-obj", str(self.tx_obj)]
+        if self.inject_stall is not None:
+            cmd += ["--inject-stall-ms", f"{self.inject_stall[0]:g}", "--inject-stall-at-s", f"{self.inject_stall[1]:g}"]
         for s in self.streams[: 2 if bidirectional else 1]:
             cmd += ["--stream", f"tx={s.tx},rx={s.rx},rate={load_pps:.10g},smac={s.smac},"
                                 f"dmac={s.dmac},sip={s.sip},dip={s.dip}"]
@@ -245,6 +273,7 @@ class EmbeddedGenerator:
         else:
             out = self._run(cmd, duration_s)
         self.last_report = json.loads(out)
+        self.last_schedule = schedule(self.last_report)
         return self.directions(self.last_report, streams, rate_pps, duration_s)
 
     def _run(self, cmd: list[str], duration_s: float) -> str:

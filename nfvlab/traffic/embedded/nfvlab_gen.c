@@ -74,6 +74,7 @@
 #define PACE_NS 50000LL      /* a pass sends at most the frames due in this time (burst bound) */
 #define MIN_BURST 2          /* ... but at least this many: one frame late is no stall */
 #define MAX_SLIP 0.01        /* fraction of the duration a schedule may slip after stalls */
+#define STALL_NS 1000000LL   /* the TX loop off schedule this long, outside a send, is a stall */
 #define RT_PRIORITY 10       /* SCHED_FIFO priority of the TX thread: below threaded IRQs (50) */
 #define MAX_SLEEP_NS 10000000LL /* bound sleeps so a signal is noticed quickly */
 #define NS_PER_S 1000000000LL
@@ -151,6 +152,11 @@ struct config {
     const char *hook_used;   /* "tcx", "tc" or "none" */
     const char *tx;          /* "socket" (AF_PACKET) or "xdp" (nfvlab_tx.bpf.c, see XDP TX) */
     const char *tx_obj;      /* BPF object of the XDP transmit path */
+    double inject_stall_ms;  /* test hook: the TX loop stops this long ... */
+    double inject_stall_at_s; /* ... this far into the trial (a stall of known size) */
+    /* runtime: the TX loop's stalls (see Stalls) */
+    int64_t stall_total_ns, stall_max_ns;
+    long long stalls;
 };
 
 static volatile sig_atomic_t g_interrupted;
@@ -313,6 +319,7 @@ static const char usage[] =
     "                  [--flows F] [--latency-pps L] [--settle-ms S] [--cpu C] [--sndbuf BYTES]\n"
     "                  [--trial-id ID] [--count-obj BPF_OBJECT [--count-hook auto|tcx|tc] [--pass-load]]\n"
     "                  [--sched auto|fifo|other] [--qdisc-bypass] [--tx socket|xdp --tx-obj BPF_OBJECT]\n"
+    "                  [--inject-stall-ms MS --inject-stall-at-s T]   (test hook: a stall of known size)\n"
     "                  --stream 'tx=NS:IF,rx=NS:IF,rate=PPS,smac=MAC,dmac=MAC,sip=IP,dip=IP' [--stream ...]\n";
 
 static void set_sizes(struct config *c, bool *have_size, const char *opt, const char *list)
@@ -379,6 +386,12 @@ static void apply_option(struct config *c, const char *opt, const char *val, boo
         c->cpu = parse_int_arg(opt, val, 0, CPU_SETSIZE - 1);
     } else if (!strcmp(opt, "--sndbuf")) {
         c->sndbuf = parse_int_arg(opt, val, 4096, 1 << 30);
+    } else if (!strcmp(opt, "--inject-stall-ms")) {
+        if (!parse_double(val, &c->inject_stall_ms) || c->inject_stall_ms <= 0 || c->inject_stall_ms > 10000)
+            bad_arg("--inject-stall-ms '%s' is invalid: milliseconds, > 0 and <= 10000", val);
+    } else if (!strcmp(opt, "--inject-stall-at-s")) {
+        if (!parse_double(val, &c->inject_stall_at_s) || c->inject_stall_at_s < 0)
+            bad_arg("--inject-stall-at-s '%s' is invalid: seconds into the trial, >= 0", val);
     } else if (!strcmp(opt, "--stream")) {
         if (c->nstreams == MAX_STREAMS)
             bad_arg("at most %d --stream options are allowed", MAX_STREAMS);
@@ -889,25 +902,76 @@ static void set_tx_sched(struct config *c)
                    strerror(err));
 }
 
+/*
+ * Stalls. A trial is only a measurement of the DUT if the generator offered the
+ * intended load on schedule. The TX loop knows when it should run next: right
+ * after a pass (it had more to send) or at the end of its sleep. Any later start
+ * beyond STALL_NS is time the thread was not running (preempted, the VM
+ * descheduled): a stall. Time inside send calls is not counted: a send blocked
+ * by the kernel holding the sender back (a downstream queue keeps its skbs:
+ * backpressure) is the DUT's doing and its shortfall is loss. Counting less is
+ * the safe side: a stall taken for backpressure lowers a result, the reverse
+ * could raise it above the DUT's capacity. Stalls are reported in total; nfvlab
+ * rules a trial invalid when they exceed the slip budget (the schedule could
+ * not absorb them). The XDP path counts the same in its BPF program.
+ */
+static void xdp_request_stall(int64_t ns);
+
+static void note_stall(struct config *c, int64_t gap_ns)
+{
+    if (gap_ns <= STALL_NS)
+        return;
+    c->stall_total_ns += gap_ns;
+    c->stall_max_ns = gap_ns > c->stall_max_ns ? gap_ns : c->stall_max_ns;
+    c->stalls++;
+}
+
+/* The test hook: once, `inject_stall_at_s` into the trial, the TX loop sleeps `inject_stall_ms`. */
+static bool inject_stall(const struct config *c, int64_t t0, bool *done)
+{
+    if (*done || c->inject_stall_ms <= 0 || mono_ns() - t0 < (int64_t)llround(c->inject_stall_at_s * 1e9))
+        return false;
+    *done = true;
+    sleep_until_mono(mono_ns() + (int64_t)llround(c->inject_stall_ms * 1e6));
+    return true;
+}
+
 /* Send every stream's frames and probes from t0; spin_ns: how close to a due frame the thread
- * stops sleeping (its policy's wake-up latency). */
-static void run_tx(struct config *c, int64_t t0, int64_t spin_ns)
+ * stops sleeping (its policy's wake-up latency). `load`: this loop sends the load (the socket
+ * path), so its stalls are the trial's (see Stalls); on the XDP path it sends probes only. */
+static void run_tx(struct config *c, int64_t t0, int64_t spin_ns, bool load)
 {
     int64_t deadline = (int64_t)llround(c->duration * 1e9);
+    int64_t window = deadline + (int64_t)(MAX_SLIP * c->duration * 1e9);  /* stalls after it do not matter */
+    bool injected = false;
     for (int i = 0; i < c->nstreams; i++)
         c->streams[i].burst = stream_burst(c->streams[i].rate);
+    int64_t expect = mono_ns();  /* when the loop should run next */
     for (int first = 0; !g_interrupted; first = (first + 1) % c->nstreams) {
-        bool worked = tx_pass(c, first, t0, mono_ns() - t0);
+        if (!load && !injected && c->inject_stall_ms > 0 &&
+            mono_ns() - t0 >= (int64_t)llround(c->inject_stall_at_s * 1e9)) {
+            injected = true;  /* the XDP path: its loop thread takes the stall */
+            xdp_request_stall((int64_t)llround(c->inject_stall_ms * 1e6));
+        }
+        if (load)
+            inject_stall(c, t0, &injected);
+        int64_t start = mono_ns();
+        if (load && start - t0 < window)
+            note_stall(c, start - expect);
+        bool worked = tx_pass(c, first, t0, start - t0);
         if (all_done(c))
             break;
+        expect = mono_ns();
         if (worked)
             continue;
-        int64_t now = mono_ns();
-        int64_t wait = t0 + next_due(c, deadline) - now;
+        int64_t wait = t0 + next_due(c, deadline) - expect;
         /* A sleep costs microseconds of wakeup latency (tens under SCHED_OTHER),
          * so only sleep when the next frame is further away than that. */
-        if (wait > spin_ns)
-            sleep_until_mono(now + (wait - spin_ns < MAX_SLEEP_NS ? wait - spin_ns : MAX_SLEEP_NS));
+        if (wait > spin_ns) {
+            int64_t until = expect + (wait - spin_ns < MAX_SLEEP_NS ? wait - spin_ns : MAX_SLEEP_NS);
+            sleep_until_mono(until);
+            expect = until;
+        }
     }
 }
 
@@ -1168,11 +1232,20 @@ struct xdp_tx {
     int cpu;                  /* the loop's CPU (--cpu), -1 = any */
     const struct config *c;
     struct config *c_mut;     /* for set_tx_sched, which records the policy it got */
+    atomic_llong stall_req_ns; /* test hook: the loop thread sleeps this long once (0 = none) */
 };
 
 static struct xdp_tx g_xdp;
 
 static void on_wake(int sig) { (void)sig; }
+
+/* The test hook on the XDP path: interrupt the kernel loop; its thread then sleeps `ns` before
+ * running it again, a stall of known size that the BPF program must see. */
+static void xdp_request_stall(int64_t ns)
+{
+    atomic_store(&g_xdp.stall_req_ns, (long long)ns);
+    pthread_kill(g_xdp.thread, SIGUSR1);
+}
 
 static void setup_xdp_tx(struct config *c)
 {
@@ -1270,6 +1343,9 @@ static void *xdp_tx_main(void *p)
             x->err = errno;
             break;
         }
+        long long stall = atomic_exchange(&x->stall_req_ns, 0);
+        if (stall > 0)
+            sleep_until_mono(mono_ns() + stall);
     }
     atomic_store(&x->exited, 1);
     return NULL;
@@ -1316,7 +1392,7 @@ static void run_xdp_tx(struct config *c)
         intended[i] = c->streams[i].intended;
         c->streams[i].intended = 0;  /* the main loop paces the probes only */
     }
-    run_tx(c, t0, SPIN_NS);  /* this thread runs SCHED_OTHER */
+    run_tx(c, t0, SPIN_NS, false);  /* probes only; this thread runs SCHED_OTHER */
     int64_t give_up = t0 + (int64_t)llround(c->duration * (1 + 2 * MAX_SLIP) * 1e9) + NS_PER_S;
     while (!g_interrupted && !xdp_streams_done(c) && mono_ns() < give_up && !atomic_load(&x->exited))
         sleep_until_mono(mono_ns() + 200000);
@@ -1337,6 +1413,9 @@ static void run_xdp_tx(struct config *c)
         s->last_send_ns = (int64_t)st->last_send_ns;
         s->max_backlog = llround((double)st->max_lag_ns * s->rate / 1e9);
     }
+    c->stall_total_ns = (int64_t)x->state->stall_total_ns;
+    c->stall_max_ns = (int64_t)x->state->stall_max_ns;
+    c->stalls = (long long)x->state->stalls;
 }
 
 /* ---------- results ---------- */
@@ -1419,10 +1498,14 @@ static void print_counts(const struct config *c, int i)
 static void print_json(struct config *c)
 {
     printf("{\"version\":2,\"duration_s\":%.9g,\"interrupted\":%s,\"trial_id\":%u,\"counting\":\"%s\","
-           "\"sched\":\"%s\",\"qdisc_bypass\":%s,\"tx\":\"%s\",\"ticks\":%llu,\"streams\":[", c->duration,
+           "\"sched\":\"%s\",\"qdisc_bypass\":%s,\"tx\":\"%s\",\"ticks\":%llu,"
+           "\"stall_total_s\":%.6f,\"stall_max_s\":%.6f,\"stalls\":%lld,\"slip_budget_s\":%.6f,"
+           "\"stall_threshold_s\":%.6f,\"streams\":[", c->duration,
            g_interrupted ? "true" : "false", c->trial_id, c->hook_used, c->sched_used ? c->sched_used : "other",
            c->qdisc_bypass ? "true" : "false", c->tx,
-           g_xdp.state ? (unsigned long long)g_xdp.state->ticks : 0ULL);
+           g_xdp.state ? (unsigned long long)g_xdp.state->ticks : 0ULL,
+           (double)c->stall_total_ns / 1e9, (double)c->stall_max_ns / 1e9, c->stalls, MAX_SLIP * c->duration,
+           (double)STALL_NS / 1e9);
     for (int i = 0; i < c->nstreams; i++) {
         struct stream *s = &c->streams[i];
         printf("%s{\"tx\":\"%s\",\"rx\":\"%s\",\"rate_pps\":%.12g,\"intended\":%lld,\"sent\":%lld,"
@@ -1523,7 +1606,7 @@ int main(int argc, char **argv)
         run_xdp_tx(&cfg);
     } else {
         set_tx_sched(&cfg);
-        run_tx(&cfg, mono_ns(), strcmp(cfg.sched_used, "fifo") ? SPIN_NS : SPIN_FIFO_NS);
+        run_tx(&cfg, mono_ns(), strcmp(cfg.sched_used, "fifo") ? SPIN_NS : SPIN_FIFO_NS, true);
     }
     /* Frames still in flight (probes, and load frames when counting) get --settle-ms to arrive. */
     if (cfg.settle_ms > 0 && (cfg.latency_pps > 0 || cfg.ncounters > 0))

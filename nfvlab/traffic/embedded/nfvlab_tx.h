@@ -22,6 +22,7 @@
 #define NFVL_TX_HDR_LEN 42   /* Ethernet 14 + IPv4 20 + UDP 8 */
 #define NFVL_TX_SIG_PREFIX 10 /* magic, trial id, stream, kind: the signature without its sequence */
 #define NFVL_TX_MAX_FRAME 1514 /* without FCS: one frame per page, no fragments */
+#define NFVL_TX_STALL_NS 1000000ULL /* a gap between two runs of the loop this long is a stall */
 
 struct nfvl_tx_hdr {
 	__u8 h[48];          /* NFVL_TX_HDR_LEN used */
@@ -65,6 +66,12 @@ struct nfvl_tx_state {
 	__u64 stop;          /* set by nfvlab-gen: send nothing more */
 	__u64 ticks;         /* runs that sent nothing (before t0, or no frame due) */
 	__u64 rr;            /* round-robin start among the streams */
+	/* Stalls (nfvlab_gen.c, Stalls): gaps between runs of the loop longer than NFVL_TX_STALL_NS
+	 * within the trial's window, i.e. time the loop's thread was not running. */
+	__u64 last_run_ns;   /* CLOCK_MONOTONIC of the last run */
+	__u64 stall_total_ns;
+	__u64 stall_max_ns;
+	__u64 stalls;
 	struct nfvl_tx_stream_state s[NFVL_MAX_STREAMS];
 };
 

@@ -1,0 +1,80 @@
+"""nfvlab-gen's stall accounting (nfvlab_gen.c, Stalls) on real namespaces: what makes a trial invalid.
+
+A stall is time the TX loop was not running when its schedule needed it. The
+test hook ``--inject-stall-ms M --inject-stall-at-s T`` stops the loop for M ms
+at T s into the trial: a stall of known size, independent of the VM's own
+scheduling. The VM may add stalls of its own (20-30 ms), so the assertions
+bound the measured stall from below by what was injected and never rely on
+the VM keeping quiet.
+"""
+from __future__ import annotations
+
+import pytest
+import test_gen_binary as tgb
+from test_gen_binary import run, run_gen, stream
+
+from nfvlab.traffic.embedded import tx_object
+from nfvlab.traffic.embedded.generator import schedule
+
+pytestmark = pytest.mark.lab
+gen, count, pair = tgb.gen, tgb.count, tgb.pair  # the fixtures of the socket path's tests
+
+
+@pytest.fixture(scope="module")
+def xdp() -> list[str]:
+    return ["--tx", "xdp", "--tx-obj", str(tx_object())]
+
+
+@pytest.mark.parametrize("path", ["socket", "xdp"])
+def test_an_injected_stall_is_measured_and_makes_the_trial_invalid(gen, count, xdp, pair, path):
+    a, b = pair
+    if path == "xdp":
+        run("ip", "netns", "exec", b.ns, "ethtool", "-K", b.ifname, "gro", "on")  # veth NAPI for XDP frames
+    out, _ = run_gen(gen, "--duration-s", "0.8", "--latency-pps", "100", *count, *(xdp if path == "xdp" else []),
+                     "--inject-stall-ms", "60", "--inject-stall-at-s", "0.2", "--stream", stream(a, b, 20000))
+    assert out["tx"] == path
+    assert out["slip_budget_s"] == pytest.approx(0.008) and out["stall_threshold_s"] == pytest.approx(0.001)
+    assert out["stalls"] >= 1 and out["stall_total_s"] >= out["stall_max_s"] >= 0.059, out
+    sched = schedule(out)
+    assert sched.stall_s == out["stall_total_s"] and sched.budget_s == pytest.approx(0.008)
+    assert sched.fault is not None and "beyond the 8.0 ms its schedule absorbs" in sched.fault
+
+
+def test_a_stall_within_the_slip_budget_leaves_the_trial_valid(gen, count, pair):
+    # 3 s at 10 kpps: a 30 ms budget. 5 ms injected is absorbed by slipping; the frames keep their
+    # spacing and all arrive. (The VM's own stalls may add to it: the rule is checked, not luck.)
+    a, b = pair
+    out, _ = run_gen(gen, "--duration-s", "3", "--latency-pps", "0", *count, "--inject-stall-ms", "5",
+                     "--inject-stall-at-s", "1", "--stream", stream(a, b, 10000), timeout=20)
+    (s,) = out["streams"]
+    assert out["stall_total_s"] >= 0.0049
+    sched = schedule(out)
+    assert (sched.fault is None) == (out["stall_total_s"] <= 0.03)
+    if sched.fault is None:
+        assert s["sent"] == s["received"] == s["intended"] == 30000
+
+
+def test_backpressure_is_loss_not_a_stall(gen, count, pair):
+    """A shaped path holding the sender back (sendmmsg blocks on a full socket buffer) is the DUT's
+    doing: the frames not sent are loss, and the time the sends were blocked is not a stall."""
+    a, b = pair
+    # tbf at 5 kpps of 64 B frames, a deep queue: the socket's buffer fills and sends block.
+    run("ip", "netns", "exec", a.ns, "tc", "qdisc", "add", "dev", a.ifname, "root", "tbf",
+        "rate", "2400kbit", "burst", "1600", "limit", "1000000")
+    out, _ = run_gen(gen, "--duration-s", "1", "--latency-pps", "0", *count, "--stream", stream(a, b, 20000))
+    (s,) = out["streams"]
+    assert s["sent"] <= 0.35 * s["intended"]  # held back to about a quarter
+    # Blocked for most of the second, yet stalls are what the VM took, far below the blocked time.
+    assert out["stall_total_s"] < 0.3, out
+    assert (schedule(out).fault is None) == (out["stall_total_s"] <= out["slip_budget_s"])
+
+
+@pytest.mark.parametrize("case, message", [
+    (["--inject-stall-ms", "0"], "--inject-stall-ms '0' is invalid"),
+    (["--inject-stall-ms", "20000"], "--inject-stall-ms '20000' is invalid"),
+    (["--inject-stall-at-s", "-1"], "--inject-stall-at-s '-1' is invalid"),
+])
+def test_bad_stall_hook_arguments_fail_in_one_line(gen, pair, case, message):
+    a, b = pair
+    proc = run(gen, "--duration-s", "1", *case, "--stream", stream(a, b, 1000), check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr

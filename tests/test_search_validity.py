@@ -1,0 +1,78 @@
+"""Invalid trials (the generator off schedule) in every search's trial loop (nfvlab.search.result.TrialLog).
+
+The DUT is :class:`SyntheticDut` (a model with a known answer). A wrapper stands in for a
+generator that stalls on chosen trials: such a trial comes back with ``valid=False`` and a
+loss far beyond the DUT's, as a stalled generator's shortfall would look. The searches must
+record it, repeat it and never let it decide a bound.
+"""
+import dataclasses
+
+import pytest
+
+from nfvlab.search import GeneratorFaultError, SyntheticDut, mlrsearch, rfc2544_search
+from nfvlab.search.result import TrialLog
+
+CAPACITY_PPS = 50_000
+
+
+class StallingGenerator:
+    """Measures through ``dut``; the trials whose index is in ``stalled`` come back invalid with
+    most of their frames unsent (what a stalled sender leaves)."""
+
+    def __init__(self, dut, stalled, max_invalid_repeats=3):
+        self.dut, self.stalled, self.calls = dut, set(stalled), 0
+        self.max_invalid_repeats = max_invalid_repeats
+
+    def __call__(self, rate_pps, duration_s):
+        result = self.dut(rate_pps, duration_s)
+        index, self.calls = self.calls, self.calls + 1
+        if index not in self.stalled:
+            return result
+        dirs = tuple(dataclasses.replace(d, sent_packets=d.intended_packets // 3,
+                                         received_packets=min(d.received_packets, d.intended_packets // 3))
+                     for d in result.directions)
+        return dataclasses.replace(result, directions=dirs, valid=False,
+                                   invalid_reason=f"generator stalled (test double, trial {index})")
+
+
+def _search(method, measure, on_trial):
+    if method == "rfc2544":
+        return rfc2544_search(measure, 1000, 200_000, loss_ratio=0.0, relative_width=0.01, duration_s=1.0,
+                              on_trial=on_trial)
+    return mlrsearch(measure, 1000, 200_000, goals={"ndr": 0.0}, relative_width=0.01, initial_trial_duration_s=1.0,
+                     final_trial_duration_s=1.0, duration_sum_s=1.0, on_trial=on_trial)["ndr"]
+
+
+@pytest.mark.parametrize("method", ["rfc2544", "mlrsearch"])
+def test_invalid_trials_are_recorded_repeated_and_never_decide(method):
+    clean = _search(method, SyntheticDut(capacity_pps=CAPACITY_PPS, directions=2), None)
+    seen = []
+    # Trials 0, 1, 4 and 5 stall: the first load is repeated twice, another once.
+    result = _search(method, StallingGenerator(SyntheticDut(capacity_pps=CAPACITY_PPS, directions=2), {0, 1, 4, 5}),
+                     seen.append)
+    invalid = [t for t in seen if not t.valid]
+    assert len(invalid) == 4 and all("test double" in t.invalid_reason for t in invalid)
+    assert result.invalid_trials == 4
+    assert all(t.valid for t in result.trials) and result.n_trials == len(seen) - 4
+    # The same loads were measured again, so the answer is the one without stalls.
+    assert result.throughput_pps == clean.throughput_pps
+    assert [t.rate_pps for t in result.trials] == [t.rate_pps for t in clean.trials]
+
+
+@pytest.mark.parametrize("repeats", [0, 2])
+def test_a_load_that_stays_invalid_ends_the_search_saying_so(repeats):
+    seen = []
+    measure = StallingGenerator(SyntheticDut(capacity_pps=CAPACITY_PPS), range(100), max_invalid_repeats=repeats)
+    with pytest.raises(GeneratorFaultError, match=r"could not offer 200,000 pps on schedule: "
+                                                  rf"{repeats + 1} invalid trial\(s\) in a row") as err:
+        rfc2544_search(measure, 1000, 200_000, loss_ratio=0.0, relative_width=0.01, duration_s=1.0,
+                       on_trial=seen.append)
+    assert len(seen) == len(err.value.invalid) == repeats + 1 and not any(t.valid for t in seen)
+    assert measure.calls == repeats + 1
+
+
+def test_the_trial_log_takes_the_bound_from_the_measurer_or_its_argument():
+    dut = SyntheticDut(capacity_pps=CAPACITY_PPS)
+    assert TrialLog(dut).max_invalid_repeats == 3  # the default (params: search.max_invalid_repeats)
+    assert TrialLog(StallingGenerator(dut, (), max_invalid_repeats=7)).max_invalid_repeats == 7
+    assert TrialLog(StallingGenerator(dut, (), max_invalid_repeats=7), max_invalid_repeats=1).max_invalid_repeats == 1

@@ -1,0 +1,45 @@
+"""Trial validity through a real lab (linux-bridge): an injected generator stall makes trials invalid,
+the records keep them with the reason, and a search repeats them or ends saying the generator
+could not offer the load. The stall is nfvlab-gen's test hook, so nothing depends on the VM's luck."""
+import pytest
+
+from conftest import NO_RESIDUE, lab_residue
+from nfvlab import measure
+from nfvlab.labs.embedded import Lab
+from nfvlab.params import SearchParams, TrafficParams
+from nfvlab.records import RecordWriter, read_records
+from nfvlab.results import invalid_trials_frame, searches_frame
+from nfvlab.search import GeneratorFaultError
+from nfvlab.traffic.embedded import EmbeddedGenerator
+from nfvlab.trial import run_trial
+
+pytestmark = pytest.mark.lab
+
+
+def test_stalled_trials_are_invalid_in_the_records_and_end_the_search(clean_host, tmp_path):
+    path = tmp_path / "raw.jsonl"
+    sp = SearchParams(method="rfc2544", pdr_loss_ratio=None, relative_width=0.05, min_rate_pps=2000,
+                      final_trial_duration_s=0.5, max_invalid_repeats=2)
+    with Lab("linux-bridge") as lab, RecordWriter(path, "validity", {}, provenance={}) as rec:
+        gen = EmbeddedGenerator(lab.streams, latency_pps=100, tracker=lab)
+        gen.inject_stall = (40.0, 0.1)  # every trial: 40 ms at 0.1 s, beyond a 0.5 s trial's 5 ms budget
+        t = run_trial(gen, 5000, 0.5, 64)
+        assert not t.valid and "beyond the 5.0 ms its schedule absorbs" in t.invalid_reason
+        assert t.extra["schedule"]["stall_s"] >= 0.039
+        meas = measure.measurer(gen, 64, TrafficParams(), search=sp)
+        with pytest.raises(GeneratorFaultError, match="could not offer 20,000 pps on schedule: 3 invalid"):
+            measure.search(meas, 64, sp, max_rate_pps=20_000, progress=False,
+                           on_trial=lambda tr: rec.trial(tr, purpose="search", model="linux-bridge"))
+        gen.inject_stall = None  # the same lab, the generator on schedule again: the search completes
+        (result,) = measure.search(meas, 64, sp, max_rate_pps=20_000, progress=False,
+                                   on_trial=lambda tr: rec.trial(tr, purpose="search", model="linux-bridge"))
+        rec.search({k: v for k, v in result.to_dict().items() if k != "trials"}, model="linux-bridge",
+                   frame_size=64, repetition=0, goal="ndr")
+    assert lab_residue() == NO_RESIDUE
+    trials = [r["result"] for r in read_records(path) if r["type"] == "trial"]
+    assert [t["valid"] for t in trials[:3]] == [False] * 3
+    assert all(t["invalid_reason"] for t in trials[:3])
+    # Whatever the VM did during the second search, its record counts exactly its invalid trials.
+    later_invalid = sum(not t["valid"] for t in trials[3:])
+    assert searches_frame(path)["invalid_trials"].tolist() == [later_invalid]
+    assert len(invalid_trials_frame(path)) == 3 + later_invalid
