@@ -97,9 +97,20 @@ def generator_limited(throughput_pps: Optional[float], ceiling_pps: Optional[flo
     return throughput_pps >= GENERATOR_LIMITED_FRACTION * ceiling_pps
 
 
+def sent_short_at_upper_bound(result: SearchResult) -> bool:
+    """Whether a trial at the result's upper bound sent short of its rate through the
+    generator's own limit (``extra.schedule.sent_short``): the loss that placed the bound
+    there was (also) the generator's."""
+    hi = result.upper_bound_pps
+    return hi is not None and any(
+        t.rate_pps == hi and (t.extra.get("schedule") or {}).get("sent_short") for t in result.trials)
+
+
 def mark_generator_limited(result: SearchResult, ceiling_pps: Optional[float]) -> SearchResult:
-    """``result`` with ``generator_limited`` filled against ``ceiling_pps`` (None when unknown)."""
-    return replace(result, generator_limited=generator_limited(result.throughput_pps, ceiling_pps))
+    """``result`` with ``generator_limited`` filled against ``ceiling_pps`` (None when unknown);
+    True whatever the ceiling when the upper bound rests on a trial the generator sent short."""
+    limited = True if sent_short_at_upper_bound(result) else generator_limited(result.throughput_pps, ceiling_pps)
+    return replace(result, generator_limited=limited)
 
 
 def generator_ceiling(backend, generator: GeneratorParams, frame_size: FrameSize, *,

@@ -189,9 +189,12 @@ class TrexParams(_Strict):
     settle_s: float = Field(default=0.5, ge=0, le=10)
     """Seconds waited after the last frame left for frames still in flight, before counters
     are read (TRex removes its RX filters only then)."""
-    max_overrun_s: float = Field(default=5.0, ge=0, le=300)
-    """Seconds past the intended duration the server may take to finish sending (a loaded
-    server stretches trials); then traffic is stopped and unsent frames count as loss."""
+    stop_tolerance_s: float = Field(default=0.05, ge=0, le=1)
+    """Seconds past the intended duration (plus 1 % of it) the server may take to finish
+    sending; then nfvlab stops it and the frames it had not sent count as loss, as CSIT does
+    (a server sending late would otherwise turn "sent late" into "no loss"). A trial whose
+    traffic still ran after that (the stop itself was late) is invalid
+    (docs/methodology.md, "Invalid trials")."""
     l2_dst_macs: Optional[list[str]] = None
     """Destination MAC per TRex port (same order as ``ports``): puts the ports in L2 mode
     towards the DUT at connect time. None keeps the server's own port configuration."""

@@ -215,26 +215,72 @@ def test_foreign_frames_are_not_received_test_frames(lab):
 
 
 @needs_trex
-def test_stretched_duration_is_recorded(lab):
-    d, g = lab({"stretch": 1.6})
-    (x,) = g.run(10_000, 1.0, 64, bidirectional=False)
-    assert x.intended_packets == 10_000                  # rate x intended duration
-    assert x.sent_packets == 10_000
-    assert 1.5 <= x.duration_s <= 1.8                    # what the server really took
-    assert g.last_trial["result"]["stopped_by"] == "server"
+def test_a_stretching_server_is_stopped_at_the_deadline_and_unsent_is_loss(lab):
+    """A server that needs twice the duration (as the issue's af_packet TRex did) is stopped at
+    duration x 1.01 + stop_tolerance_s; what it had not sent is loss, never 'sent late'."""
+    from nfvlab.trial import run_trial
+
+    d, g = lab({"stretch": 2.0})
+    t = run_trial(g, 10_000, 1.0, 64, bidirectional=False)
+    (x,) = t.directions
+    assert g.last_trial["result"]["stopped_by"] == "client"
+    assert "stop_traffic" in d.methods() and d.reads_during_tx == []
+    assert x.intended_packets == 10_000 and x.duration_s == 1.0     # the intended duration, always
+    sched = g.last_schedule
+    assert sched.sent_short
+    if sched.fault is None:                                        # the stop came in time
+        assert sched.elapsed_s <= 1.06 + 0.1
+        assert x.sent_packets <= 10_000 * (1.16 / 2.0) + 100       # half rate, for at most 1.16 s
+    else:                                                          # the worker stalled: invalid
+        assert not t.valid and "past the stop deadline" in t.invalid_reason
+    assert x.received_packets == x.sent_packets
+    assert t.loss_ratio == pytest.approx(1 - x.sent_packets / 10_000)
+    # one offered rate, computed one way: the trial's and the direction's agree
+    assert t.offered_rate_pps == x.offered_rate_pps == x.sent_packets / 1.0
+    assert t.to_dict()["offered_rate_pps"] == t.to_dict()["directions"][0]["offered_rate_pps"]
 
 
 @needs_trex
-def test_trial_overrunning_the_margin_is_stopped_and_unsent_is_loss(lab):
-    d, g = lab({"stretch": 10}, max_overrun_s=0.5)
+def test_a_server_finishing_within_the_tolerance_is_not_stopped(lab):
+    d, g = lab({"stretch": 1.03})                                   # 1.03 s < 1.01 x 1 + 0.05
     (x,) = g.run(10_000, 1.0, 64, bidirectional=False)
-    assert g.last_trial["result"]["stopped_by"] == "client"
-    assert x.intended_packets == 10_000
-    assert 1000 <= x.sent_packets <= 2000                # ~1.5 s at a tenth of the rate
-    assert x.received_packets == x.sent_packets
-    assert x.duration_s >= 1.4
-    assert "stop_traffic" in d.methods()
-    assert d.reads_during_tx == []
+    assert g.last_trial["result"]["stopped_by"] == "server"
+    assert x.sent_packets == 10_000 and not g.last_schedule.sent_short
+
+
+def test_the_schedule_rule_is_the_deadline_plus_the_late_stop_margin():
+    from nfvlab.traffic.trex.generator import LATE_STOP_S, schedule, stop_at_s
+
+    assert stop_at_s(2.0, 0.05) == pytest.approx(2.07)
+    assert schedule(2.07 + LATE_STOP_S - 0.001, 2.0, 0.05).fault is None
+    late = schedule(2.07 + LATE_STOP_S + 0.001, 2.0, 0.05)
+    assert late.fault and "past the stop deadline 2.070 s" in late.fault
+    assert late.elapsed_s == pytest.approx(2.171) and late.budget_s == pytest.approx(0.07)
+
+
+@needs_trex
+@pytest.mark.parametrize("dut_pps, ceiling_pps", [(20_000, 60_000), (60_000, 20_000)])
+def test_ndr_through_a_replaying_server_never_exceeds_the_dut(lab, dut_pps, ceiling_pps):
+    """Test double for the TRex server (none can run here): a replaying server sends every frame
+    but at most ``ceiling_pps``, stretching the trial (the issue's +491 % NDRs). The NDR lands on
+    the DUT's capacity when the server outruns the DUT, and is flagged generator-limited (never
+    above the DUT) when it does not."""
+    from nfvlab.measure import measurer, search
+    from nfvlab.params import SearchParams, TrafficParams
+
+    d, g = lab({"capacity_pps": dut_pps, "tx_ceiling_pps": ceiling_pps}, latency_pps=0)
+    sp = SearchParams(method="rfc2544", ndr=True, pdr_loss_ratio=None, min_rate_pps=5_000, relative_width=0.02,
+                      final_trial_duration_s=1.0)
+    (r,) = search(measurer(g, 64, TrafficParams(bidirectional=False), search=sp), 64, sp,
+                  max_rate_pps=200_000, progress=False)
+    assert r.throughput_pps <= dut_pps
+    if dut_pps < ceiling_pps:
+        assert r.throughput_pps >= 0.95 * dut_pps and not r.generator_limited
+    else:
+        assert r.generator_limited is True
+    for t in r.trials:   # every trial that counts offered the rate it was scored at, or lost the rest
+        assert t.received_packets <= t.sent_packets <= t.intended_packets
+        assert t.loss_ratio >= (t.intended_packets - t.sent_packets) / t.intended_packets - 1e-12
 
 
 @needs_trex

@@ -53,6 +53,10 @@ class Schedule:
     """Time the traffic actually took, seconds (None: not measured)."""
     fault: Optional[str] = None
     """One line: why this trial is not a measurement; None when the load went out on schedule."""
+    sent_short: bool = False
+    """The generator had not sent every intended frame through its own limit (a TRex server
+    still sending at the stop deadline): the shortfall counts as loss, so a search whose upper bound rests
+    on such a trial is generator-limited. Never set for frames the DUT held back."""
 
 
 class GeneratorError(RuntimeError):

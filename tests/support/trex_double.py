@@ -127,6 +127,8 @@ class TrexDouble:
       (ARP/LLDP chatter): port counters see them, flow stats do not;
     * ``stretch``: the server needs duration x stretch to send a trial's frames;
     * ``tx_limit_pps``: the most a port sends per second (the rest stays unsent);
+    * ``tx_ceiling_pps``: the most a port sends per second, but it sends every frame (a
+      replaying server: above the ceiling the trial stretches to rate / ceiling x duration);
     * ``api``: (major, minor) of the server's STL API; (4, 6) behaves like TRex v2.41;
     * ``owners``: {port: user} ports already acquired by another user;
     * ``link_down``: ports whose link is down;
@@ -137,7 +139,7 @@ class TrexDouble:
 
     def __init__(self, *, capacity_pps: Optional[float] = None, loss_ratio: float = 0.0,
                  foreign_pps: float = 0.0, stretch: float = 1.0,
-                 tx_limit_pps: Optional[float] = None, api: tuple = (5, 1),
+                 tx_limit_pps: Optional[float] = None, tx_ceiling_pps: Optional[float] = None, api: tuple = (5, 1),
                  version: Optional[str] = None, owners: Optional[dict] = None,
                  link_down: tuple = (), reject_stream: Optional[str] = None,
                  inflight_s: float = 0.05, latency_usec: tuple = (12.0, 140.0),
@@ -147,6 +149,7 @@ class TrexDouble:
         self.foreign_pps = foreign_pps
         self.stretch = stretch
         self.tx_limit_pps = tx_limit_pps
+        self.tx_ceiling_pps = tx_ceiling_pps
         self.api = tuple(api)
         self.version = version or ("v3.02" if self.api[0] >= 5 else "v2.41")
         self.reject_stream = reject_stream
@@ -650,12 +653,15 @@ class TrexDouble:
         duration = float(params["duration"])
         total = sum(s.base_pps * (1.0 if s.is_latency else factor) for s in streams)
         scale = min(1.0, self.tx_limit_pps / total) if self.tx_limit_pps and total else 1.0
+        stretch = self.stretch
+        if self.tx_ceiling_pps and total * scale > self.tx_ceiling_pps:
+            stretch = max(stretch, total * scale / self.tx_ceiling_pps)
         for s in streams:
             # a restarted stream keeps its pgid counters only in the real server's totals;
             # nfvlab removes and re-adds streams every trial, so a start is always fresh
             s.rate_pps = s.base_pps * (1.0 if s.is_latency else factor)
-            s.started, s.stopped, s.scale, s.stretch = t, None, scale, self.stretch
-            s.run_end = t + duration * self.stretch if duration > 0 else None
+            s.started, s.stopped, s.scale, s.stretch = t, None, scale, stretch
+            s.run_end = t + duration * stretch if duration > 0 else None
         port.state = "TX"
         self._event(EV_PROFILE_STARTED, {"port_id": port.index, "profile_id": "_"})
         return {"multiplier": factor, "ts": time.time()}

@@ -19,8 +19,11 @@ Trial semantics (the embedded generator's, docs/measurement.md and docs/trex.md)
   counters on the rx port, load and probes. Port counters (which also see ARP/LLDP and
   anything else) are recorded beside them, never used as "received";
 * counters are read after traffic stopped and ``settle_s`` passed for frames in flight;
-* if the server stretched the trial (a loaded TRex sends late), the stretched duration
-  is recorded; the intended count stays rate x intended duration.
+* the server may run :func:`stop_at_s` (the duration + 1 % + ``stop_tolerance_s``); then
+  the worker stops it and the frames not sent count as loss (CSIT's rule: a late server
+  must not turn "sent late" into "no loss"). Rates are computed one way: sent frames over
+  the intended duration. A trial whose traffic ran past that deadline by more than
+  :data:`LATE_STOP_S` (the stop itself came late) is invalid (:attr:`last_schedule`).
 """
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ from typing import Optional
 
 from nfvlab.linerate import IMIX, FrameSize, mean_frame_bytes
 from nfvlab.scenario.topology import Stream
-from nfvlab.traffic.base import GeneratorError
+from nfvlab.traffic.base import GeneratorError, Schedule
 from nfvlab.traffic.stats import (PERCENTILES, DirectionStats, LatencyStats, encode_histogram,
                                   histogram_of)
 from nfvlab.traffic.trex.config import TrexParams
@@ -58,10 +61,33 @@ def first_sport(flows: int) -> int:
 LOAD_DPORT = 1024
 PROBE_DPORT = 7878  # as nfvlab-gen's probes
 PROBE_FRAME_IMIX = 64
-#: + 1 % of the duration: start/stop event delivery, not a stretched trial. A real v3.0.8 server
-#: on this machine kind measured 2.009-2.035 s for 2 s trials it kept up with, and 2.13-2.26 s
-#: when a DUT's softirq work shared its core (then recorded: the offered rate was lower).
-STRETCH_TOLERANCE_S = 0.05
+#: A real v3.0.8 server on this machine kind measured 2.009-2.035 s for 2 s trials it kept up
+#: with (start/stop event delivery), and 2.13-2.26 s when a DUT's softirq work shared its core.
+STRETCH_FRACTION = 0.01
+#: Traffic still running this long after the stop deadline: the stop came late (the worker
+#: stalled), frames were counted that left after the deadline; the trial is invalid.
+LATE_STOP_S = 0.1
+
+
+def stop_at_s(duration_s: float, tolerance_s: float) -> float:
+    """When the worker stops a server still sending: ``duration x 1.01 + tolerance``, seconds."""
+    return duration_s * (1.0 + STRETCH_FRACTION) + tolerance_s
+
+
+def schedule(tx_seconds: float, duration_s: float, tolerance_s: float,
+             sent_short: bool = False) -> Schedule:
+    """How a TRex trial kept its schedule: invalid when its traffic ran past the stop deadline
+    by more than :data:`LATE_STOP_S`; ``sent_short``: the server was stopped at the deadline with frames unsent."""
+    deadline = stop_at_s(duration_s, tolerance_s)
+    late = tx_seconds - deadline
+    fault = None
+    if late > LATE_STOP_S:
+        fault = (f"TRex traffic ran {tx_seconds:.3f} s for a {duration_s:g} s trial, past the "
+                 f"stop deadline {deadline:.3f} s: frames sent after it would count as offered on time")
+    return Schedule(stall_s=max(0.0, tx_seconds - duration_s), stall_max_s=max(0.0, tx_seconds - duration_s),
+                    stalls=int(tx_seconds > deadline), budget_s=deadline - duration_s,
+                    stall_threshold_s=deadline - duration_s, elapsed_s=tx_seconds, fault=fault,
+                    sent_short=sent_short)
 
 
 def _one_line(text: str) -> str:
@@ -160,6 +186,8 @@ class TrexGenerator:
         self._info: Optional[dict] = None
         self.last_trial: Optional[dict] = None
         """Everything TRex reported for the last trial (raw per-pg_id and port counters)."""
+        self.last_schedule: Optional[Schedule] = None
+        """How the last trial kept its schedule (:func:`schedule`)."""
 
     # ------------------------------------------------------------ worker process
     def python_for(self, kind: str) -> Path:
@@ -309,7 +337,7 @@ class TrexGenerator:
         d = {"generator": self.name, "server": f"{p.server}:{p.sync_port}", "ports": list(p.ports),
              "client": p.client, "client_path": p.client_path, "flows": p.flows,
              "latency_pps": p.latency_pps, "core_mask": p.core_mask, "settle_s": p.settle_s,
-             "max_overrun_s": p.max_overrun_s, "l2_dst_macs": p.l2_dst_macs,
+             "stop_tolerance_s": p.stop_tolerance_s, "l2_dst_macs": p.l2_dst_macs,
              "streams": [s.describe() for s in self.streams]}
         if self._info:
             d.update(server_version=self._info.get("server_version"),
@@ -349,7 +377,8 @@ class TrexGenerator:
                              "dport": PROBE_DPORT} if probes > 0 else None),
             })
         return {"op": "trial", "mult_pps": float(rate_pps), "duration_s": float(duration_s),
-                "settle_s": self.params.settle_s, "max_overrun_s": self.params.max_overrun_s,
+                "settle_s": self.params.settle_s,
+                "stop_at_s": stop_at_s(float(duration_s), self.params.stop_tolerance_s),
                 "core_mask": self.params.core_mask, "directions": dirs}
 
     def run(self, rate_pps: float, duration_s: float, frame_size: FrameSize,
@@ -363,7 +392,7 @@ class TrexGenerator:
             raise GeneratorError(_one_line(e)) from None
         self.connect()
         p = self.params
-        timeout = duration_s + p.max_overrun_s + p.settle_s + 4 * p.timeout_s + 30
+        timeout = stop_at_s(duration_s, p.stop_tolerance_s) + p.settle_s + 4 * p.timeout_s + 30
         try:
             res = self._call(req, timeout_s=timeout)
         except BaseException as e:
@@ -371,7 +400,12 @@ class TrexGenerator:
                 self._kill()   # Ctrl-C: the worker stops traffic and releases the ports
             raise
         self.last_trial = {"request": req, "result": res}
-        return self.directions(req, res, rate_pps, duration_s)
+        dirs = self.directions(req, res, rate_pps, duration_s)
+        self.last_schedule = schedule(
+            float(res.get("tx_seconds") or duration_s), duration_s, p.stop_tolerance_s,
+            sent_short=res.get("stopped_by") == "client"
+            and any(d.sent_packets < d.intended_packets for d in dirs))
+        return dirs
 
     # ------------------------------------------------------------ counters
     def directions(self, req: dict, res: dict, rate_pps: float,
@@ -380,9 +414,6 @@ class TrexGenerator:
         flow = res["pgid_stats"].get("flow_stats") or {}
         lat = res["pgid_stats"].get("latency") or {}
         intended = round(rate_pps * duration_s)
-        tx_s = float(res.get("tx_seconds") or duration_s)
-        stretched = tx_s > duration_s * 1.01 + STRETCH_TOLERANCE_S
-        recorded_s = round(tx_s, 3) if stretched else duration_s
         out = []
         for i, d in enumerate(req["directions"]):
             rx = str(d["rx"])
@@ -405,9 +436,8 @@ class TrexGenerator:
             s = self.streams[i]
             out.append(_build(
                 DirectionStats, tx_port=str(s.tx), rx_port=str(s.rx), intended_packets=intended,
-                sent_packets=sent, received_packets=received, duration_s=recorded_s,
-                latency=latency, foreign_packets=foreign, port_rx_packets=port_rx,
-                intended_duration_s=duration_s))
+                sent_packets=sent, received_packets=received, duration_s=duration_s,
+                latency=latency, foreign_packets=foreign, port_rx_packets=port_rx))
         return tuple(out)
 
     @staticmethod

@@ -345,7 +345,9 @@ class Session:
         tx_ports = [d["tx"] for d in dirs]
         duration = float(req["duration_s"])
         settle = float(req.get("settle_s", 0.5))
-        overrun = float(req.get("max_overrun_s", 5.0))
+        # the server may finish this late (event delivery); then the client stops it and what
+        # was not sent is loss: a late server must not turn "sent late" into "no loss"
+        stop_at = float(req["stop_at_s"])
         self._check_links()
         # a previous trial that was interrupted may have left traffic or streams behind
         if c.get_active_ports():
@@ -379,16 +381,16 @@ class Session:
         except Exception as e:
             self._stop_quietly(tx_ports)
             raise WorkerError(f"TRex refused to start traffic: {one_line(e)}", kind="start") from None
-        deadline = t0 + duration + overrun
+        deadline = t0 + stop_at
         time.sleep(max(0.0, duration - 0.05))
         while time.monotonic() < deadline and self._active(tx_ports):
-            time.sleep(0.02)
+            time.sleep(0.01)
         stopped_by = "server"
         if self._active(tx_ports):
             stopped_by = "client"
-            c.stop(ports=tx_ports, rx_delay_ms=int(settle * 1000))
+            # traffic ran this long (the stop RPC takes effect within milliseconds)
             tx_seconds = time.monotonic() - t0
-            ends = []
+            c.stop(ports=tx_ports, rx_delay_ms=int(settle * 1000))
         else:
             ends = [c.ports[x].tx_stopped_ts for x in tx_ports
                     if getattr(c.ports[x], "tx_stopped_ts", None)]
