@@ -85,6 +85,8 @@ TRIAL_COLUMNS: tuple[str, ...] = (
     "latency_p50_ns",
     "latency_p99_ns",
     "latency_max_ns",
+    "valid",
+    "invalid_reason",
     "extra",
 )
 
@@ -513,6 +515,11 @@ def trials_frame(paths: Union[PathLike, Iterable[PathLike]]) -> "pd.DataFrame":
         latency_p50_ns, latency_p99_ns, latency_max_ns : float
             Worst (largest) over directions of each direction's one-way latency
             median, 99th percentile and maximum, ns; NaN if no probe came back.
+        valid : bool
+            False when the generator did not offer the load on schedule (not a
+            measurement; docs/methodology.md, "Invalid trials"); True in older records.
+        invalid_reason : str or None
+            One line: why the trial is invalid.
         extra : dict
             The trial's free-form details.
         d<i>_tx, d<i>_rx : str
@@ -569,6 +576,8 @@ def trials_frame(paths: Union[PathLike, Iterable[PathLike]]) -> "pd.DataFrame":
                 "latency_p50_ns": _worst([lat.get("p50_ns") for lat in lats]),
                 "latency_p99_ns": _worst([lat.get("p99_ns") for lat in lats]),
                 "latency_max_ns": _worst([lat.get("max_ns") for lat in lats]),
+                "valid": bool(res.get("valid", True)),
+                "invalid_reason": res.get("invalid_reason"),
                 "extra": res.get("extra", {}),
             }
             for i, (d, lat) in enumerate(zip(dirs, lats)):

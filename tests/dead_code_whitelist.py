@@ -30,6 +30,10 @@ p95_ns  # LatencyStats percentiles and TRex's jitter (docs/records.md)
 p999_ns
 jitter_ns
 reordered_packets  # DirectionStats (docs/records.md)
+stall_max_s  # Schedule: in every trial record's extra.schedule (docs/records.md)
+stalls
+stall_threshold_s
+elapsed_s
 sent_bps  # iperf3 / wrk results of experiment E (nfvlab/traffic/tcp.py, docs/records.md)
 received_bytes
 transfer_bytes
@@ -55,3 +59,6 @@ _.expected_loss_ratio  # SyntheticDut (nfvlab/search/synthetic.py)
 _.n_calls
 n_calls
 _.shape_link  # CniLab: a tbf of known rate on the node link (tests/test_tcp.py)
+
+# Documented API for users' notebooks (docs/records.md, "Reading"): the tidy frame of every trial.
+trials_frame

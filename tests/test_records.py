@@ -344,6 +344,7 @@ def test_trials_frame_columns_and_values(tmp_path):
     assert r["started_at"] == pd.Timestamp("2025-01-02T03:04:05.000001Z")
     assert str(df["time"].dtype) .startswith("datetime64") and str(df["time"].dt.tz) == "UTC"
     assert r["extra"] == {"gen": "embedded"}
+    assert r["valid"] and r["invalid_reason"] is None
     # no probe came back -> NaN latency
     assert math.isnan(df.iloc[2]["latency_p99_ns"]) and math.isnan(df.iloc[2]["d0_p50_ns"])
     assert df["loss_ratio"].dtype == "float64" and df["seq"].dtype == "int64"
