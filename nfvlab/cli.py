@@ -6,7 +6,10 @@
     nfvlab trial --model M --frame-size N --rate-pps R --duration-s D [--json]
     nfvlab search (--model M | --port NS:IFACE --port NS:IFACE) --frame-size N --goal ndr [--json]
     nfvlab calibrate [--frame-sizes 64,512,1518] [--json]
+    nfvlab experiment run a|b|c|d|e|f --params P --records R [--lab-profile L] [--local-cluster]
     nfvlab analyze a|b|c|d|e|f --params P --records R --metrics M [--tables DIR] [--figures DIR]
+        [--notebook IN.py --executed OUT.ipynb]
+    nfvlab cluster up|run -- CMD|clean|status   the local single-node Kubernetes cluster
     nfvlab figures reference --out figures/reference
 
 Every argument is validated (one line naming what is wrong and what is allowed,
@@ -144,6 +147,22 @@ def _build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--skip-known-path", action="store_true")
     ca.add_argument("--json", action="store_true")
 
+    ex = sub.add_parser("experiment", help="measure an experiment (records only)").add_subparsers(
+        dest="exp_cmd", required=True)
+    er = ex.add_parser("run", help="measure an experiment's grid into a records file (resumes an "
+                                   "interrupted run of the same params and code)")
+    er.add_argument("experiment", choices=["a", "b", "c", "d", "e", "f"])
+    er.add_argument("--params", type=Path, required=True, help="the experiment's params file")
+    er.add_argument("--records", type=Path, required=True, help="records file (appended to)")
+    er.add_argument("--lab-profile", type=Path, default=Path("params/lab.yaml"), metavar="FILE",
+                    help="lab profile (default params/lab.yaml; not used by e)")
+    er.add_argument("--local-cluster", action="store_true",
+                    help="run the kubernetes lab on the local single-node cluster, started for this run "
+                         "(where it cannot run, every configuration is recorded as not realizable)")
+
+    cl = sub.add_parser("cluster", help="the local single-node Kubernetes cluster (root)", add_help=False)
+    cl.add_argument("args", nargs=argparse.REMAINDER)
+
     an = sub.add_parser("analyze", help="tables, claims, figures and metrics of an experiment")
     an.add_argument("experiment", choices=["a", "b", "c", "d", "e", "f"])
     an.add_argument("--params", type=Path, required=True, help="the experiment's params file")
@@ -152,6 +171,11 @@ def _build_parser() -> argparse.ArgumentParser:
     an.add_argument("--tables", type=Path, default=Path("data/tables"))
     an.add_argument("--figures", type=Path, default=Path("figures/experiments"))
     an.add_argument("--metrics", type=Path, required=True)
+    an.add_argument("--notebook", type=Path, default=None,
+                    help="also execute this experiment notebook (measure=False) over the records")
+    an.add_argument("--executed", type=Path, default=None, help="where the executed notebook goes")
+    an.add_argument("--lab-profile", type=Path, default=None, metavar="FILE",
+                    help="the lab profile the notebook names (default: the notebook's own)")
 
     fi = sub.add_parser("figures", help="render figures").add_subparsers(dest="fig_cmd", required=True)
     fr = fi.add_parser("reference", help="the seeds' published tables as figures")
@@ -515,6 +539,7 @@ def cmd_analyze(a) -> int:
 
     exp = P.load(a.params)
     _check_outputs(metrics=(a.metrics, "file"), tables=(a.tables, "dir"), figures=(a.figures, "dir"))
+    _check_notebook_args(a)
     for r in a.records:
         if not r.exists():
             raise CliError(f"--records {r}: no such file (run the experiment's measurement stage first)")
@@ -532,7 +557,7 @@ def cmd_analyze(a) -> int:
         raise CliError(f"--records {shown}: {err}") from None
     for p in paths:
         print(p)
-    return 0
+    return _run_notebook(a)
 
 
 def _analyze_e(a) -> int:
@@ -545,6 +570,7 @@ def _analyze_e(a) -> int:
     except experiment_cni.CniConfigError as err:
         raise CliError(str(err)) from None
     _check_outputs(metrics=(a.metrics, "file"), tables=(a.tables, "dir"), figures=(a.figures, "dir"))
+    _check_notebook_args(a)
     if len(a.records) != 1:
         raise CliError("--records: experiment e takes one records file")
     records = a.records[0]
@@ -559,7 +585,58 @@ def _analyze_e(a) -> int:
         raise CliError(f"--records {records}: {err}") from None
     for p in paths:
         print(p)
+    return _run_notebook(a)
+
+
+def _check_notebook_args(a) -> None:
+    if (a.notebook is None) != (a.executed is None):
+        raise CliError("--notebook and --executed go together")
+    if a.notebook is not None:
+        if not a.notebook.is_file():
+            raise CliError(f"--notebook {a.notebook}: no such file")
+        if len(a.records) != 1:
+            raise CliError("--notebook: give one records file")
+        _check_outputs(executed=(a.executed, "file"))
+    if a.lab_profile is not None and not a.lab_profile.is_file():
+        raise CliError(f"--lab-profile {a.lab_profile}: no such file")
+
+
+def _run_notebook(a) -> int:
+    """The experiment's notebook over the records (measure False), under the papermill guardian."""
+    if a.notebook is None:
+        return 0
+    import subprocess
+
+    cmd = [sys.executable, "-m", "nfvlab.notebook_run", "--no-progress-bar", str(a.notebook), str(a.executed),
+           "-p", "params_file", str(a.params), "-p", "records", str(a.records[0]), "-p", "measure", "False"]
+    if a.lab_profile is not None:
+        cmd += ["-p", "lab_file", str(a.lab_profile)]
+    rc = subprocess.run(cmd).returncode
+    if rc:
+        print(f"nfvlab: failed: the notebook {a.notebook} did not run through (exit {rc}); "
+              f"see {a.executed}", file=sys.stderr)
+        return EXIT_FAILED
+    print(a.executed)
     return 0
+
+
+def cmd_experiment(a) -> int:
+    from nfvlab import stage
+
+    if not a.params.is_file():
+        raise CliError(f"--params {a.params}: no such file")
+    if a.experiment != "e" and not a.lab_profile.is_file():
+        raise CliError(f"--lab-profile {a.lab_profile}: no such file")
+    _check_outputs(records=(a.records, "file"))
+    run_id = stage.run(a.experiment, a.params, a.records, lab_file=a.lab_profile, local_cluster=a.local_cluster)
+    print(f"{a.records}: run {run_id}" if run_id else f"{a.records}: nothing realizable here (see its notes)")
+    return 0
+
+
+def cmd_cluster(a) -> int:
+    from nfvlab.labs.kubernetes import local_cluster
+
+    return local_cluster.main(a.args)
 
 
 def cmd_figures(a) -> int:
@@ -578,6 +655,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     from nfvlab.labs.embedded.state import LabBusy
     from nfvlab.measure import InputError
     from nfvlab.records import RecordWriteError
+    from nfvlab.scenario.cni import CniConfigError
     from nfvlab.search import SearchError
     from nfvlab.system.build import BuildError
     from nfvlab.traffic import GeneratorError
@@ -591,10 +669,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"nfvlab: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     handler = {"lab": cmd_lab, "trial": cmd_trial, "search": cmd_search,
-               "calibrate": cmd_calibrate, "analyze": cmd_analyze, "figures": cmd_figures}[a.cmd]
+               "calibrate": cmd_calibrate, "analyze": cmd_analyze, "figures": cmd_figures,
+               "experiment": cmd_experiment, "cluster": cmd_cluster}[a.cmd]
     try:
         return handler(a)
-    except (CliError, P.ParamsError, InputError, LabError, BuildError, LabBusy) as err:
+    except (CliError, P.ParamsError, InputError, LabError, BuildError, LabBusy, CniConfigError) as err:
         print(f"nfvlab: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except (GeneratorError, SearchError, RecordWriteError) as err:

@@ -161,11 +161,19 @@ def run_experiment(params: ExperimentParams, records: Union[str, Path], *, backe
             return rec.run_id
 
 
+#: Package paths no measurement imports (the import contract "measuring never imports analysing"
+#: forbids it; tests/test_pipeline.py checks this list against the measurement stages' code).
+#: An edit there neither re-measures nor stops an interrupted run from resuming.
+ANALYSING = ("analysis.py", "analysis_cni.py", "plots/", "report.py", "notebook.py", "notebook_run.py",
+             "results.py", "latency.py", "stats.py", "reference.py")
+
+
 def fingerprint(dump: dict) -> str:
-    """What makes two runs the same measurement: the params (without ``source``) and nfvlab's code."""
+    """What makes two runs the same measurement: the params (without ``source``) and the code a
+    measurement runs (nfvlab's sources but :data:`ANALYSING`)."""
     data = json.dumps({k: v for k, v in dump.items() if k not in ("source", "fingerprint")}, sort_keys=True,
                       default=str)
-    return hashlib.sha256((data + code_digest()).encode()).hexdigest()[:16]
+    return hashlib.sha256((data + code_digest(exclude=ANALYSING)).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

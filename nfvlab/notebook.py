@@ -20,15 +20,15 @@ from typing import Iterator, Optional, Union
 
 import pandas as pd
 
-from nfvlab import analysis, analysis_cni, latency
+from nfvlab import analysis, analysis_cni, latency, notebook_run
 
 PathLike = Union[str, Path]
 
 #: The file that marks the repository root.
 ROOT_MARKER = "dvc.yaml"
 #: Environment variable naming a file that takes an experiment's progress lines instead of the
-#: notebook (set by ``scripts/run_notebook.py``, which copies the file to its own stderr).
-PROGRESS_ENV = "NFVLAB_PROGRESS_FILE"
+#: notebook (set by ``nfvlab/notebook_run.py``, which copies the file to its own stderr).
+PROGRESS_ENV = notebook_run.PROGRESS_ENV
 
 
 def repo_root(start: Optional[PathLike] = None) -> Path:

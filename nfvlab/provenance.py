@@ -193,10 +193,16 @@ def _copy_params(params: Any) -> Any:
         return params
 
 
-def code_digest() -> str:
-    """SHA-256 (16 hex digits) of nfvlab's own sources (Python, C, BPF): what a run's code was."""
+def code_digest(exclude: tuple[str, ...] = ()) -> str:
+    """SHA-256 (16 hex digits) of nfvlab's own sources (Python, C, BPF): what a run's code was.
+
+    ``exclude``: package-relative paths (files, or directories ending in ``/``) left out.
+    """
     h = hashlib.sha256()
     for p in sorted(_PACKAGE_DIR.rglob("*")):
+        rel = p.relative_to(_PACKAGE_DIR).as_posix()
+        if any(rel == x or (x.endswith("/") and rel.startswith(x)) for x in exclude):
+            continue
         if p.suffix in (".py", ".c", ".h") and "__pycache__" not in p.parts:
             h.update(str(p.relative_to(_PACKAGE_DIR)).encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:16]

@@ -20,20 +20,25 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: Entry modules of each stage (the CLI command it runs or the notebook's imports).
+#: Entry modules of each stage (the CLI command it runs, the guardian it runs notebooks under).
+#: Measurement stages run `nfvlab experiment run` (nfvlab.stage): never analysis code.
 ENTRIES = {
     "reference_figures": ["nfvlab.plots.reference"],
     "calibration": ["nfvlab.calibrate", "nfvlab.labs"],
-    "experiment": None,  # the experiment notebooks' own imports
-    "experiment_kubernetes": None,
-    "analysis": ["nfvlab.analysis"],
-    "analysis_kubernetes": ["nfvlab.analysis"],
-    "experiment_e": ["nfvlab.experiment_cni", "nfvlab.notebook"],
-    "analysis_e": ["nfvlab.analysis_cni"],
-    "report": ["nfvlab.report", "nfvlab.notebook"],  # notebooks/report.py finds the root with it
+    "experiment": ["nfvlab.stage"],
+    "experiment_kubernetes": ["nfvlab.stage"],
+    "experiment_e": ["nfvlab.stage"],
+    "analysis": ["nfvlab.analysis", "nfvlab.notebook_run"],
+    "analysis_kubernetes": ["nfvlab.analysis", "nfvlab.notebook_run"],
+    "analysis_e": ["nfvlab.analysis_cni", "nfvlab.notebook_run"],
+    "report": ["nfvlab.report", "nfvlab.notebook", "nfvlab.notebook_run"],  # notebooks/report.py finds the root with it
 }
+#: Stages that execute experiment notebooks (their imports are entries too): the foreach
+#: items of a stage, or the notebooks it runs.
+NOTEBOOK_STAGES = {"analysis": None, "analysis_kubernetes": ["experiment_a"], "analysis_e": ["experiment_e"]}
 #: Stages run through the CLI also depend on it (but not on everything it could import).
-CLI_STAGES = {"reference_figures", "calibration", "analysis", "analysis_kubernetes", "analysis_e"}
+CLI_STAGES = {"reference_figures", "calibration", "experiment", "experiment_kubernetes", "experiment_e",
+              "analysis", "analysis_kubernetes", "analysis_e"}
 #: Package data a module reads (C and BPF sources it compiles), as repository paths.
 DATA = {
     "nfvlab.traffic.embedded.binary": ["nfvlab/traffic/embedded/nfvlab_gen.c",
@@ -107,13 +112,14 @@ def compress(files: set[Path]) -> list[str]:
 
 def expected() -> dict[str, list[str]]:
     graph = grimp.build_graph("nfvlab", cache_dir=None)
-    # The notebooks the experiment stage runs (its foreach items); another experiment's notebook
-    # (e.g. experiment_e.py) has a stage of its own and must not add its code to these.
-    items = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["experiment"]["foreach"]
-    nbs = [REPO / "notebooks" / f"experiment_{x}.py" for x in items]
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     out = {}
     for stage, entries in ENTRIES.items():
-        entries = entries or notebook_imports(nbs)
+        if stage in NOTEBOOK_STAGES:
+            # a foreach stage runs its items' notebooks; another experiment's notebook (e.g.
+            # experiment_e.py) has a stage of its own and must not add its code to these
+            names = NOTEBOOK_STAGES[stage] or [f"experiment_{x}" for x in stages[stage]["foreach"]]
+            entries = entries + notebook_imports([REPO / "notebooks" / f"{n}.py" for n in names])
         mods = closure(graph, entries)
         files = {module_file(m) for m in mods} | {REPO / "nfvlab" / "__init__.py"}  # runs on every import
         for m in mods:

@@ -5,7 +5,7 @@
 
 Each notebook is a jupytext pair (notebooks/jupytext.toml): ``<name>.py`` in the
 py:percent format, with no notebook metadata and only the ``tags`` of cells, is what
-the DVC stages depend on and run (scripts/run_notebook.py); ``<name>.ipynb`` is what
+the DVC stages depend on and run (nfvlab/notebook_run.py); ``<name>.ipynb`` is what
 JupyterLab opens. Saving in JupyterLab rewrites both, and the ``.py`` stays byte for
 byte the same unless a cell's code or text changed, so opening, running or saving a
 notebook never makes a stage stale.

@@ -59,8 +59,10 @@ make_venv() {
   local tmp
   tmp=$(mktemp)
   printf '%s\n' "$reqs" > "$tmp"
-  if ! "$dir/bin/pip" install -q --disable-pip-version-check --no-deps -r "$tmp"; then
+  # build-backend chatter goes to the log, shown only when the install fails
+  if ! "$dir/bin/pip" install -q --disable-pip-version-check --no-deps -r "$tmp" > "$dir/pip.log" 2>&1; then
     rm -f "$tmp"
+    cat "$dir/pip.log" >&2
     echo "setup-trex: pip failed for $dir" >&2
     exit 1
   fi

@@ -39,24 +39,24 @@ if [ ! -x .venv/bin/python ]; then
   "$py" -m venv .venv
 fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -nt "$stamp" ]; then
-  echo "setup: installing Python dependencies into .venv (pinned by requirements.lock)"
-  .venv/bin/pip install -q --disable-pip-version-check --upgrade pip
-  .venv/bin/pip install -q --disable-pip-version-check -c requirements.lock -e '.[dev]'
+  echo "setup: installing Python dependencies into .venv (pinned by requirements.lock; log: .venv/pip.log)"
+  # pip's and the build backend's chatter goes to the log; it is shown only when the install fails
+  if ! { .venv/bin/pip install -q --disable-pip-version-check --upgrade pip &&
+         .venv/bin/pip install -q --disable-pip-version-check -c requirements.lock -e '.[dev]'; } \
+       > .venv/pip.log 2>&1; then
+    cat .venv/pip.log >&2
+    echo "setup: installing the Python dependencies failed (above; also in .venv/pip.log)" >&2
+    exit 1
+  fi
   touch "$stamp"
 fi
 
 # 3. The TRex client's own environments (its bundled zmq/yaml/scapy must not meet Jupyter's).
 bash scripts/setup-trex.sh --v2
 
-# 4. DVC's default remote is a local directory (.dvc/config): create it, so `dvc push` and
-#    `dvc pull` work on a fresh clone (a pull from an empty remote then names the missing files).
-remote=$(.venv/bin/dvc remote default 2>/dev/null || true)
-url=$( [ -n "$remote" ] && .venv/bin/dvc config "remote.$remote.url" 2>/dev/null || true)
-case "$url" in
-  /*) mkdir -p "$url" ;;
-  "") ;;
-  *) echo "setup: note: DVC remote $remote is $url (not a local directory): not created" ;;
-esac
+# 4. This host's DVC store (remote "local", .dvc/config) is a local directory: create it, so
+#    `./run repro`'s push works. The default remote, "published", is a directory in git.
+mkdir -p "$(.venv/bin/dvc config remote.local.url 2>/dev/null || echo /var/lib/nfvlab/dvc-remote)"
 
 # 5. Compile the embedded traffic generator now rather than in the first trial.
 .venv/bin/python -c 'from nfvlab.traffic.embedded import gen_binary; gen_binary()' || \

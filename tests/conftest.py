@@ -109,3 +109,13 @@ def interface_counters(ns_name: str, ifnames: list[str]) -> dict[str, dict[str, 
         out[name] = {"rx_packets": rx["packets"], "tx_packets": tx["packets"], "rx_bytes": rx["bytes"],
                      "tx_bytes": tx["bytes"], "rx_dropped": rx["dropped"], "tx_dropped": tx["dropped"]}
     return out
+
+
+def require_cluster():
+    """pytest.skip with the reason unless a local cluster can start here; returns its binaries' directory."""
+    from nfvlab.labs.kubernetes import local_cluster
+
+    reason = local_cluster.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    return local_cluster.binaries_dir()

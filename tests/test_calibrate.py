@@ -1,5 +1,6 @@
 """Calibration: searches land on a path of known capacity; ceilings keyed by generator identity."""
 import json
+import math
 
 import pytest
 
@@ -29,11 +30,19 @@ def test_ndr_on_a_tbf_path_is_never_above_what_it_forwards(clean_host, method):
     assert lab_residue() == NO_RESIDUE
 
 
+#: How much faster than its configured rate tbf passes frames here: up to 1.4 % seen over 0.5 s
+#: trials at 30 kpps (15,340 frames where 30 kpps x 0.505 s + 128 buffered allow 15,279; the
+#: receive count is the kernel's BPF counter, independent of the generator). The bounds below
+#: carry it as a stated tolerance of the reference path, not of nfvlab.
+TBF_RATE_TOLERANCE = 0.02
+
+
 def assert_never_above(result, capacity_pps, duration_s, buffer_frames):
     """No trial received more than the path passes while traffic ran (tx_elapsed_s) plus what
     its bucket and queue hold; the NDR is at most capacity x (1 + the slip budget, a stated
     tolerance: a schedule that slipped sent over a little longer than the duration) plus
-    the buffer drained after the trial."""
+    the buffer drained after the trial (both with tbf's own rate tolerance)."""
+    capacity_pps = capacity_pps * (1 + TBF_RATE_TOLERANCE)
     budget = 0.0
     for t in result.trials:
         sched = t.extra["schedule"]
@@ -41,7 +50,7 @@ def assert_never_above(result, capacity_pps, duration_s, buffer_frames):
         budget = max(budget, sched["budget_s"] / duration_s)
         for d in t.directions:
             assert d.received_packets <= d.sent_packets <= d.intended_packets
-            assert d.intended_packets == round(t.rate_pps * duration_s)
+            assert d.intended_packets == math.floor(t.rate_pps * duration_s + 0.5)  # half up, as the C llround
             assert d.received_packets <= capacity_pps * sched["elapsed_s"] + buffer_frames + 1
     assert 0 < budget <= 0.01
     assert result.throughput_pps <= capacity_pps * (1 + budget) + buffer_frames / duration_s

@@ -158,9 +158,9 @@ def test_segmentation_offload_label_follows_the_params(tmp_path):
 
 
 def _notebook(tmp_path, overrides: dict) -> tuple[subprocess.CompletedProcess, Path, Path]:
-    """notebooks/experiment_e.py through scripts/run_notebook.py, as the DVC stage runs it."""
+    """notebooks/experiment_e.py through nfvlab/notebook_run.py, as the DVC stage runs it."""
     out_nb, records = tmp_path / "e.out.ipynb", tmp_path / "e.jsonl"
-    r = subprocess.run([sys.executable, str(REPO / "scripts/run_notebook.py"), "--no-progress-bar",
+    r = subprocess.run([sys.executable, "-m", "nfvlab.notebook_run", "--no-progress-bar",
                         str(REPO / "notebooks/experiment_e.py"), str(out_nb), "-p", "records", str(records),
                         "-y", json.dumps({"overrides": overrides})], cwd=REPO, capture_output=True, text=True,
                        timeout=600, env={**os.environ}, check=False)

@@ -1,4 +1,4 @@
-"""A real single-node Kubernetes cluster (tests/support/k8s_cluster.py) on this host.
+"""A real single-node Kubernetes cluster (nfvlab/labs/kubernetes/local_cluster.py) on this host.
 
 Needs root and the binaries of scripts/k8s/build.sh (skipped with the reason otherwise). Every test
 holds the host lab lock from its "before" snapshot to its "after" snapshot, so no lab of another
@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from support import k8s_cluster as kc
+from conftest import require_cluster
+from nfvlab.labs.kubernetes import local_cluster as kc
+from support import cluster_snapshot as snap
 
 pytestmark = [pytest.mark.lab, pytest.mark.k8s]
 
@@ -53,18 +55,18 @@ def _mac(link: str) -> str:
 
 
 def _assert_host_unchanged(before: dict, after: dict) -> None:
-    diff = kc.snapshot_diff(before, after)
+    diff = snap.snapshot_diff(before, after)
     assert diff == {}, "the cluster left the host changed:\n" + json.dumps(diff, indent=1, default=str)
 
 
 def _container_pid(k8s, pod: str, container: str) -> int:
     """PID of a running container of the pod, from containerd's labels (ctr, no crictl needed)."""
-    for cid in k8s.ctr("containers", "ls", "-q").stdout.split():
-        info = json.loads(k8s.ctr("containers", "info", cid).stdout)
+    for cid in snap.ctr(k8s, "containers", "ls", "-q").stdout.split():
+        info = json.loads(snap.ctr(k8s, "containers", "info", cid).stdout)
         labels = info.get("Labels", {})
         if labels.get("io.kubernetes.pod.name") == pod and \
                 labels.get("io.kubernetes.container.name") == container:
-            for line in k8s.ctr("tasks", "ls").stdout.splitlines()[1:]:
+            for line in snap.ctr(k8s, "tasks", "ls").stdout.splitlines()[1:]:
                 f = line.split()
                 if f and f[0] == cid and f[2] == "RUNNING":
                     return int(f[1])
@@ -128,18 +130,18 @@ def test_binaries_dir_runs_nothing_and_matches_build_sh():
 
 
 def test_nf_pod_two_interfaces_hugepages_exclusive_cpu_and_host_restored():
-    kc.require_cluster()
+    require_cluster()
     pytest.importorskip("kubernetes", reason="the Python package `kubernetes` (37.0.2) is not installed")
     hugepages = HUGEPAGES if kc.HUGEPAGES_2M.exists() else 0
     with kc.host_lock("test_k8s_cluster: NF pod"):
-        before = kc.host_snapshot()
+        before = snap.host_snapshot()
         t0 = time.monotonic()
         try:
             _nf_pod_scenario(hugepages, t0)
         finally:
             # Deleting the host-side peer removes the pair wherever the other end is.
             subprocess.run(["ip", "link", "del", VF_PEER], capture_output=True)
-        after = kc.host_snapshot()
+        after = snap.host_snapshot()
     _assert_host_unchanged(before, after)
 
 
@@ -239,11 +241,11 @@ def _nf_pod_scenario(hugepages: int, t0: float) -> None:
 def test_teardown_on_error_deletes_pods_first_and_restores_host():
     """An exception inside the block still stops everything in order: pods are deleted while the
     kubelet still runs (CNI DEL gives the host-device link back to the host), then the rest."""
-    kc.require_cluster()
+    require_cluster()
     pytest.importorskip("kubernetes", reason="the Python package `kubernetes` (37.0.2) is not installed")
     from kubernetes import client
     with kc.host_lock("test_k8s_cluster: error teardown"):
-        before = kc.host_snapshot()
+        before = snap.host_snapshot()
         try:
             with pytest.raises(ZeroDivisionError):
                 with kc.LocalCluster() as k8s:
@@ -270,14 +272,14 @@ def test_teardown_on_error_deletes_pods_first_and_restores_host():
             assert _mac(VF) == vf_mac
         finally:
             subprocess.run(["ip", "link", "del", VF_PEER], capture_output=True)
-        after = kc.host_snapshot()
+        after = snap.host_snapshot()
     _assert_host_unchanged(before, after)
 
 
 CHILD = r"""
 import json, sys, time
 sys.path.insert(0, {tests!r})
-from support import k8s_cluster as kc
+from nfvlab.labs.kubernetes import local_cluster as kc
 k8s = kc.LocalCluster(hugepages_2m={hugepages}, lock=False).__enter__()
 pod = {{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "victim"}},
        "spec": {{"terminationGracePeriodSeconds": 2, "containers": [{{"name": "nf",
@@ -296,10 +298,10 @@ time.sleep(3600)
 def test_kill_9_then_clean_leftovers(what):
     """kill -9 the process driving a cluster (with a running pod), or that process and every
     cluster process (components, shims, containers): clean_leftovers() restores the host."""
-    kc.require_cluster()
+    require_cluster()
     hugepages = 2 if kc.HUGEPAGES_2M.exists() else 0
     with kc.host_lock(f"test_k8s_cluster: kill -9 {what}"):
-        before = kc.host_snapshot()
+        before = snap.host_snapshot()
         child = subprocess.Popen(
             [sys.executable, "-c", CHILD.format(tests=str(TESTS_DIR), hugepages=hugepages)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -313,7 +315,7 @@ def test_kill_9_then_clean_leftovers(what):
             assert out and out[-1].strip() == "READY", "child cluster did not start:\n" + "".join(out[-40:])
             st = json.loads(kc.state_file().read_text())
             live = kc._processes_of(st["cluster_dir"])
-            comms = {c for _, c in kc.component_processes()}
+            comms = {c for _, c in snap.component_processes()}
             assert {"etcd", "kube-apiserver", "kubelet", "containerd", "pause"} <= comms, comms
             assert kc.NODE_LINK in kc.link_names()
 
@@ -340,5 +342,5 @@ def test_kill_9_then_clean_leftovers(what):
                 child.wait(10)
             if kc.state_file().exists():
                 kc.clean_leftovers()
-        after = kc.host_snapshot()
+        after = snap.host_snapshot()
     _assert_host_unchanged(before, after)

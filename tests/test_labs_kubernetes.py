@@ -1,6 +1,6 @@
 """The Kubernetes lab backend: rendered manifests (offline, strict) and real pods on a real cluster.
 
-The cluster tests start the local single-node cluster of tests/support/k8s_cluster.py (real
+The cluster tests start the local single-node cluster of nfvlab/labs/kubernetes/local_cluster.py (real
 kube-apiserver, scheduler, controller-manager, kubelet, containerd, Multus and Debian's CNI
 plugins; built by scripts/k8s/build.sh, skipped with the reason when it is not built), deploy a
 scenario through nfvlab.labs.kubernetes.KubernetesLab and drive real packets through the pod with
@@ -273,7 +273,7 @@ sys.path.insert(0, str(REPO / "tests"))
 def cluster():
     if os.geteuid() != 0:
         pytest.skip("the local cluster needs root")
-    from support import k8s_cluster as kc
+    from nfvlab.labs.kubernetes import local_cluster as kc
 
     why = kc.unavailable_reason()
     if why:
@@ -577,7 +577,7 @@ def sim_node(cluster, tmp_path):
     """A kwok-simulated worker with SR-IOV VFs: the real scheduler places pods on it, kwok fakes them."""
     from kubernetes import client
 
-    from support import k8s_cluster as kc
+    from nfvlab.labs.kubernetes import local_cluster as kc
 
     stage = kc.binaries_dir() / "bin" / "kwok-stage"
     configs = [stage / "node/fast/node-initialize.yaml", stage / "node/heartbeat/node-heartbeat.yaml",
@@ -683,7 +683,7 @@ def test_pods_are_placed_by_node_labels_and_the_noisy_neighbour_joins_pod1_on_it
     from nfvlab.traffic.embedded import EmbeddedGenerator
     from nfvlab.trial import run_trial
 
-    from support import k8s_cluster as kc
+    from nfvlab.labs.kubernetes import local_cluster as kc
 
     # Both nodes carry the pool label; the simulated one is tainted and the profile does not tolerate
     # it, so the real scheduler places pod1 on the real node; the noisy neighbour follows pod1.

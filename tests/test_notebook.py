@@ -48,13 +48,6 @@ def test_progress_goes_to_the_named_file_and_nothing_reaches_the_notebook(tmp_pa
     assert where is None and shown.getvalue() == "b: 1/1\n"
 
 
-def test_the_guardian_names_the_same_progress_variable():
-    sys.path.insert(0, str(REPO / "scripts"))
-    import run_notebook
-
-    assert run_notebook.PROGRESS_ENV == notebook.PROGRESS_ENV
-
-
 def test_experiment_outputs_end_with_tables_then_figures_then_claims(tmp_path):
     scales = {(f, rep): int((1 + 4 * f) * (10 + rep)) for f in (0.0, 0.5) for rep in range(3)}
     records = _latency_records(tmp_path / "a.jsonl", scales)

@@ -1,6 +1,6 @@
 """Notebooks run top to bottom under papermill with injected parameters (really executed).
 
-They run as JupyterLab runs them: the kernel starts in notebooks/ (scripts/run_notebook.py
+They run as JupyterLab runs them: the kernel starts in notebooks/ (nfvlab/notebook_run.py
 does the same for a .py), and every default path still means the repository's.
 """
 import json
@@ -34,9 +34,9 @@ def _scratch(tmp_path) -> Path:
 
 
 def _guarded(source: Path, out: Path, *params: str, cwd=REPO) -> subprocess.CompletedProcess:
-    """scripts/run_notebook.py on a notebook's .py, as the DVC stages run it."""
+    """nfvlab/notebook_run.py on a notebook's .py, as the DVC stages run it."""
     args = [a for k, v in zip(params[::2], params[1::2]) for a in ("-p", k, v)]
-    return subprocess.run([sys.executable, str(REPO / "scripts/run_notebook.py"), "--no-progress-bar", str(source),
+    return subprocess.run([sys.executable, "-m", "nfvlab.notebook_run", "--no-progress-bar", str(source),
                            str(out), *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
@@ -139,7 +139,7 @@ def test_experiment_a_notebook_runs_a_tiny_grid_on_the_embedded_lab(tmp_path, cl
                        "max_rate_pps": 10000, "final_trial_duration_s": 0.3, "initial_trial_duration_s": 0.3,
                        "duration_sum_s": 0.3}}
     # As the experiment@a stage runs it: the .py through the guardian.
-    r = subprocess.run([sys.executable, str(REPO / "scripts/run_notebook.py"), "--no-progress-bar",
+    r = subprocess.run([sys.executable, "-m", "nfvlab.notebook_run", "--no-progress-bar",
                         str(REPO / "notebooks/experiment_a.py"), str(out_nb), "-p", "records", str(records),
                         "-y", json.dumps({"overrides": tiny})], cwd=REPO, capture_output=True, text=True,
                        timeout=600, env={**os.environ})
@@ -245,7 +245,7 @@ def test_experiment_f_notebook_sends_jumbo_frames_only_where_the_mtu_carries_the
 def test_the_guardian_runs_a_py_as_its_notebook_from_its_directory_and_copies_whole_progress_lines(tmp_path):
     import io
 
-    import run_notebook
+    from nfvlab import notebook_run as run_notebook
 
     args = run_notebook.prepare(["--no-progress-bar", str(REPO / "notebooks/report.py"), "out.ipynb",
                                  "-p", "tables_dir", "x.py"], tmp_path)

@@ -32,8 +32,14 @@ def test_the_closure_follows_imports_and_package_data():
     # A directory when all of it is needed, else its files (a module no stage imports stays out).
     assert any(p == "nfvlab/labs" or p.startswith("nfvlab/labs/embedded/lab.py") for p in want["experiment"])
     assert "nfvlab/traffic" in want["calibration"] or "nfvlab/traffic/embedded" in want["calibration"]
-    assert not any(p.startswith("nfvlab/labs") for p in want["analysis"])  # analysis never needs a lab
     assert "nfvlab/stats.py" in want["report"] and "nfvlab/stats.py" not in want["calibration"]
+    # measuring never needs analysis code; the analysis code itself never needs a lab (the analysis
+    # stages do, through the notebooks they execute, which can also measure)
+    assert not {"nfvlab/stats.py", "nfvlab/analysis.py", "nfvlab/plots", "nfvlab/notebook.py"} & set(want["experiment"])
+    import grimp
+
+    analysing = code_deps.closure(grimp.build_graph("nfvlab", cache_dir=None), ["nfvlab.analysis", "nfvlab.report"])
+    assert "nfvlab.stats" in analysing and not any(m.startswith("nfvlab.labs") for m in analysing)
 
 
 def _run(args, cwd, **kw):
@@ -87,28 +93,32 @@ def _append(text):
     return lambda p: p.write_text(p.read_text() + text)
 
 
+# Measurement stages run `nfvlab experiment run` (nfvlab/stage.py): no analysis code. The analysis
+# stages execute the experiment notebooks, whose imports include the measuring code (a notebook run
+# in JupyterLab measures), so a lab or traffic edit re-runs them too.
+MEASURING = EXPERIMENTS | {"calibration"} | ANALYSES
+
+
 @pytest.mark.parametrize("path,expected", [
-    # The experiment notebooks show analysis tables, so their executed copies depend on stats too.
-    ("nfvlab/stats.py", ANALYSES | EXPERIMENTS | {"report"}),
-    ("nfvlab/cli.py", ANALYSES | {"calibration", "reference_figures"}),
-    ("nfvlab/labs/embedded/kernel.py", EXPERIMENTS | {"calibration"}),
-    ("nfvlab/traffic/embedded/nfvlab_gen.c", EXPERIMENTS | {"calibration"}),
-    ("nfvlab/labs/embedded/bpf_src/tc_redirect.c", EXPERIMENTS | {"calibration"}),
+    ("nfvlab/stats.py", ANALYSES | {"report"}),
+    ("nfvlab/cli.py", EXPERIMENTS | ANALYSES | {"calibration", "reference_figures"}),
+    ("nfvlab/labs/embedded/kernel.py", MEASURING),
+    ("nfvlab/traffic/embedded/nfvlab_gen.c", MEASURING),
+    ("nfvlab/labs/embedded/bpf_src/tc_redirect.c", MEASURING),
     ("nfvlab/report.py", {"report"}),
-    ("nfvlab/plots/heatmap.py", ANALYSES | EXPERIMENTS | {"report", "reference_figures"}),
-    ("nfvlab/notebook.py", EXPERIMENTS | {"report"}),
-    # The stages run the notebooks' jupytext text; the .ipynb JupyterLab saves is no dependency.
-    ("notebooks/experiment_c.py", {"experiment@c"}),
-    ("notebooks/experiment_e.py", {"experiment_e"}),
-    # E's driver is E's alone; E's analysis also feeds what every executed experiment notebook shows.
-    ("nfvlab/experiment_cni.py", {"experiment_e"}),
-    ("nfvlab/analysis_cni.py", EXPERIMENTS | {"analysis_e", "report"}),
-    ("notebooks/experiment_a.py", {"experiment@a", "experiment_kubernetes"}),
+    ("nfvlab/plots/heatmap.py", ANALYSES | {"report", "reference_figures"}),
+    ("nfvlab/notebook.py", ANALYSES | {"report"}),
+    # The analysis stages run the notebooks' jupytext text; the .ipynb JupyterLab saves is no dependency.
+    ("notebooks/experiment_c.py", {"analysis@c"}),
+    ("notebooks/experiment_e.py", {"analysis_e"}),
+    ("nfvlab/experiment_cni.py", EXPERIMENTS | {"analysis_e"}),
+    ("nfvlab/analysis_cni.py", ANALYSES | {"report"}),
+    ("notebooks/experiment_a.py", {"analysis@a", "analysis_kubernetes"}),
     ("notebooks/report.py", {"report"}),
     ("notebooks/experiment_a.ipynb", set()),
     ("notebooks/report.ipynb", set()),
-    ("scripts/k8s/experiment.py", {"experiment_kubernetes"}),
-    ("scripts/run_notebook.py", EXPERIMENTS | {"report"}),
+    ("nfvlab/stage.py", EXPERIMENTS),
+    ("nfvlab/notebook_run.py", ANALYSES | {"report"}),
 ])
 def test_editing_code_makes_exactly_the_stages_that_use_it_stale(scratch, path, expected):
     edit = _append("\n// edited\n" if path.endswith(".c") else "\n# edited\n")
@@ -122,6 +132,36 @@ def test_editing_code_makes_exactly_the_stages_that_use_it_stale(scratch, path, 
                                                                  "text": ["x\n"]}], 1
             p.write_text(json.dumps(nb))
     assert _delta(scratch, path, edit) == expected
+
+
+@pytest.mark.parametrize("path", ["nfvlab/analysis.py", "nfvlab/analysis_cni.py", "nfvlab/plots/bars.py",
+                                  "nfvlab/plots/output.py", "nfvlab/report.py", "nfvlab/results.py"])
+def test_an_analysis_edit_re_measures_nothing(scratch, path):
+    stale = _delta(scratch, path, _append("\n# edited\n"))
+    assert stale and not stale & (EXPERIMENTS | {"calibration"}), stale
+
+
+@pytest.mark.parametrize("path", ["nfvlab/traffic/base.py", "nfvlab/traffic/embedded/generator.py",
+                                  "nfvlab/traffic/trex/generator.py"])
+def test_a_traffic_edit_re_measures_every_experiment(scratch, path):
+    assert EXPERIMENTS <= _delta(scratch, path, _append("\n# edited\n"))
+
+
+def test_the_resume_fingerprint_leaves_out_exactly_what_no_measurement_imports():
+    from nfvlab.experiment import ANALYSING
+
+    measuring = set()
+    for stage in ("experiment", "experiment_kubernetes", "experiment_e"):
+        measuring |= set(code_deps.expected()[stage])
+    for rel in ANALYSING:
+        path = "nfvlab/" + rel.rstrip("/")
+        assert (REPO / path).exists(), path
+        assert not any(m == path or m.startswith(path + "/") or path.startswith(m + "/") for m in measuring), path
+    # and everything else in the package is either measured code or the CLI/notebook layer
+    left = {p.relative_to(REPO / "nfvlab").as_posix() for p in (REPO / "nfvlab").glob("*.py")}
+    left -= {r for r in ANALYSING if not r.endswith("/")}
+    assert {f"nfvlab/{x}" for x in left} - {"nfvlab/cli.py"} <= {m for m in measuring if m.endswith(".py")} | {
+        "nfvlab/__main__.py"}, sorted(left)
 
 
 def test_editing_params_makes_exactly_the_stages_that_read_them_stale(scratch):

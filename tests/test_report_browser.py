@@ -127,8 +127,8 @@ def test_report_html_passes_in_chromium(tmp_path):
     # (papermill on the .ipynb where the pair is not there).
     params = ["-p", "tables_dir", str(root / "tables"), "-p", "figures_dir", str(root / "figures"),
               "-p", "records_dir", str(root / "raw")]
-    if (REPO / "notebooks/report.py").exists() and (REPO / "scripts/run_notebook.py").exists():
-        run = [sys.executable, str(REPO / "scripts/run_notebook.py"), "--no-progress-bar",
+    if (REPO / "notebooks/report.py").exists() and (REPO / "nfvlab/notebook_run.py").exists():
+        run = [sys.executable, "-m", "nfvlab.notebook_run", "--no-progress-bar",
                str(REPO / "notebooks/report.py"), str(executed), *params]
     else:
         run = [sys.executable, "-m", "papermill", "--no-progress-bar", str(REPO / "notebooks/report.ipynb"),

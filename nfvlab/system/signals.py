@@ -1,11 +1,15 @@
 """SIGINT/SIGTERM that are never lost: a flag as well as an exception.
 
 Python runs a signal handler at an arbitrary bytecode boundary. When that is
-inside ``Popen.__del__``, a ``weakref`` callback or logging's lock release, the
-exception the handler raises is printed ("Exception ignored in ...") and
-discarded, and the run goes on. So the handlers installed by :func:`guard` also
-record the signal, and :func:`checkpoint` (called between trials, in lab wait
-loops and after each generator run) raises it again. Inside :func:`deferred`
+inside a finalizer (``Popen.__del__``, a ``weakref`` callback such as ``WeakSet``'s),
+an exception the handler raised would be printed ("Exception ignored in ...")
+and discarded. So the handlers installed by :func:`guard` record the signal and
+raise only where raising is safe: not while a finalizer is on the stack
+(:func:`_in_finalizer`); there the signal waits for :func:`checkpoint` (called
+between trials, in lab wait loops and after each generator run). A finalizer
+this cannot see (one run from C code without a Python frame of its own) may
+still swallow the exception: the flag stays set, the checkpoint raises it, and
+the unraisable hook installed with the handlers keeps it off stderr. Inside :func:`deferred`
 (teardown; a fork until its child is recorded; a record being written) a
 signal is only recorded: a second Ctrl-C cannot abort teardown half-way, and
 the signal is raised at the next checkpoint after the block.
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 from typing import Iterator, Optional
@@ -49,14 +54,39 @@ def _exception(signum: int) -> BaseException:
     return KeyboardInterrupt()
 
 
+#: Where finalizers run: ``__del__`` methods and the weakref machinery's callbacks.
+_FINALIZER_NAMES = frozenset({"__del__"})
+_FINALIZER_FILES = ("weakref.py", "_weakrefset.py")
+
+
+def _in_finalizer(frame) -> bool:
+    """Whether ``frame`` or one of its callers is a finalizer (raising there would be lost)."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in _FINALIZER_NAMES or code.co_filename.endswith(_FINALIZER_FILES):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _handler(signum: int, frame) -> None:
     global _pending
     if os.getpid() != _owner_pid:  # a forked helper (preexec, multiprocessing) inherited it
         os._exit(128 + signum)
     if _pending is None:
         _pending = signum
-    if _defer_depth == 0:
+    if _defer_depth == 0 and not _in_finalizer(frame):
         raise _exception(signum)
+
+
+def _unraisable(unraisable) -> None:
+    """Keep a swallowed signal exception off stderr (the checkpoint raises it again)."""
+    if _pending is not None and isinstance(unraisable.exc_value, KeyboardInterrupt):
+        return
+    _previous_unraisable(unraisable)
+
+
+_previous_unraisable = sys.unraisablehook
 
 
 def pending() -> Optional[int]:
@@ -86,10 +116,12 @@ def guard(sigterm: type[BaseException] = Terminated) -> Iterator[None]:
     if not _main_thread():
         yield
         return
+    global _previous_unraisable
     old = None
     if _guard_depth == 0:
         _sigterm_exc, _owner_pid, _pending = sigterm, os.getpid(), None
         old = {s: signal.signal(s, _handler) for s in HANDLED}
+        _previous_unraisable, sys.unraisablehook = sys.unraisablehook, _unraisable
     _guard_depth += 1
     try:
         yield
@@ -98,6 +130,7 @@ def guard(sigterm: type[BaseException] = Terminated) -> Iterator[None]:
         if old is not None:
             for s, h in old.items():
                 signal.signal(s, h)
+            sys.unraisablehook = _previous_unraisable
             _pending = None
 
 

@@ -1,6 +1,6 @@
 """Run papermill under a guardian that hands SIGTERM/SIGINT to the notebook's kernel.
 
-    python scripts/run_notebook.py --no-progress-bar --log-output IN.py OUT.ipynb -p key value ...
+    python -m nfvlab.notebook_run --no-progress-bar --log-output IN.py OUT.ipynb -p key value ...
 
 The arguments are papermill's, with the input notebook before any option that
 takes a value. An input ``.py`` (a jupytext py:percent notebook, what the DVC
@@ -32,10 +32,13 @@ import time
 from pathlib import Path
 from typing import Optional, TextIO
 
+import psutil
+
 GRACE_S = 120.0
 """How long the kernel gets to tear its lab down after a signal, s."""
 PROGRESS_ENV = "NFVLAB_PROGRESS_FILE"
-"""= nfvlab.notebook.PROGRESS_ENV (not imported: the guardian stays independent of nfvlab)."""
+"""Environment variable naming the progress file (:func:`nfvlab.notebook.progress_elsewhere`).
+The guardian imports nothing else of nfvlab: it must start fast and survive any notebook."""
 
 
 def input_index(papermill_args: list[str]) -> Optional[int]:
@@ -90,18 +93,11 @@ class Tail:
 
 
 def children(pid: int) -> list[int]:
-    """Direct children of ``pid`` (from /proc; empty when it has none or is gone)."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            stat = (d / "stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            out.append(int(d.name))
-    return out
+    """Direct children of ``pid`` (empty when it has none or is gone)."""
+    try:
+        return [c.pid for c in psutil.Process(pid).children()]
+    except psutil.Error:
+        return []
 
 
 def descendants(pid: int) -> list[int]:
@@ -117,10 +113,10 @@ def descendants(pid: int) -> list[int]:
 def is_kernel(pid: int) -> bool:
     """Whether ``pid`` is a Jupyter kernel (``-m ipykernel_launcher``)."""
     try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
+        argv = psutil.Process(pid).cmdline()
+    except psutil.Error:
         return False
-    return any(b"ipykernel" in a for a in argv)
+    return any("ipykernel" in a for a in argv)
 
 
 def _signal_all(pids: list[int], sig: int) -> None:
@@ -159,7 +155,7 @@ def run(papermill_args: list[str], grace_s: float = GRACE_S) -> int:
             progress.pump()
             time.sleep(0.1)
         left = ([proc.pid] if proc.poll() is None else []) + descendants(proc.pid) + \
-            [p for p in tree if Path(f"/proc/{p}").exists()]
+            [p for p in tree if psutil.pid_exists(p)]
         _signal_all(sorted(set(left)), signal.SIGKILL)
         proc.wait()
         print(f"run_notebook: {signal.Signals(received[0]).name}: the kernel was stopped "

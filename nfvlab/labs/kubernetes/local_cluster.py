@@ -1,4 +1,5 @@
-"""A real single-node Kubernetes cluster on this host, for tests (root only).
+"""A real single-node Kubernetes cluster on this host (root only): the local cluster the main job,
+the tests and ``nfvlab lab`` commands run the Kubernetes lab on.
 
 ``LocalCluster`` runs etcd, kube-apiserver (https://127.0.0.1:6443, token auth), kube-controller-manager,
 kube-scheduler, a private containerd and a kubelet built by ``scripts/k8s/build.sh`` (binaries cached in
@@ -41,9 +42,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+import psutil
+
+from nfvlab.system import processes
 from nfvlab.system.files import write_json_atomic
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BUILD_SH = REPO / "scripts" / "k8s" / "build.sh"
 
 NODE_NAME = "nfvlab-k8s"
@@ -160,15 +164,6 @@ def unavailable_reason() -> Optional[str]:
     return None
 
 
-def require_cluster() -> Path:
-    """pytest.skip with the reason unless a LocalCluster can start; returns binaries_dir()."""
-    reason = unavailable_reason()
-    if reason:
-        import pytest
-        pytest.skip(reason)
-    return binaries_dir()  # type: ignore[return-value]
-
-
 def nad_crd_manifest(build_dir: Optional[Path] = None) -> dict:
     """The NetworkAttachmentDefinition CRD as Multus ships it (share/multus-daemonset.yml)."""
     import yaml
@@ -250,32 +245,13 @@ def _run(cmd: list, check: bool = True, timeout: float = 60, **kw) -> subprocess
     return r
 
 
-def proc_start_time(pid: int) -> Optional[int]:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat[stat.rindex(")") + 2:].split()[19])
-
-
-def _proc_state(pid: int) -> Optional[str]:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat[stat.rindex(")") + 2:].split()[0]
+proc_start_time = processes.start_time
 
 
 def _alive(pid: int, start_time: Optional[int]) -> bool:
-    st = proc_start_time(pid)
-    return st is not None and (start_time is None or st == start_time) and _proc_state(pid) != "Z"
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
+    found = processes.identity(pid)
+    return (found is not None and (start_time is None or found[1] == start_time)
+            and found[0] != psutil.STATUS_ZOMBIE)
 
 
 def listening_ports() -> set:
@@ -364,70 +340,6 @@ def cgroup_tops() -> dict:
     return tops
 
 
-COMPONENT_COMMS = ("etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "kubelet",
-                   "containerd", "containerd-shim", "containerd-shim-runc-v2", "runc", "pause", "multus")
-
-
-def component_processes() -> list:
-    """(pid, comm) of running processes that look like cluster components or containers."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            comm = Path(f"/proc/{d}/comm").read_text().strip()
-        except OSError:
-            continue
-        if comm in COMPONENT_COMMS and _proc_state(int(d)) not in (None, "Z"):
-            out.append((int(d), comm))
-    return sorted(out)
-
-
-def _normalized_rules(cmd: list) -> list:
-    if shutil.which(cmd[0]) is None:
-        return []
-    r = _run(cmd, check=False)
-    lines = [ln for ln in r.stdout.splitlines() if not ln.startswith("#")]
-    return [re.sub(r"\[\d+:\d+\]", "[0:0]", re.sub(r"packets \d+ bytes \d+", "packets 0 bytes 0", ln))
-            for ln in lines]
-
-
-def host_snapshot() -> dict:
-    """What a cluster could change on this host, for before/after comparisons in tests."""
-    netns = Path("/run/netns")
-    return {
-        "processes": component_processes(),
-        "listening_cluster_ports": sorted(set(PORTS) & listening_ports()),
-        "mounts": sorted(set(mountpoints())),
-        "links": sorted(link_names()),
-        "sysctls": sysctl_snapshot(),
-        "hugepages_2m": int(HUGEPAGES_2M.read_text()) if HUGEPAGES_2M.exists() else None,
-        "iptables": _normalized_rules(["iptables-save"]),
-        "ip6tables": _normalized_rules(["ip6tables-save"]),
-        "nft": _normalized_rules(["nft", "list", "ruleset"]),
-        "cgroups": cgroup_tops(),
-        "paths": _watched_snapshot(),
-        "run_netns": sorted(os.listdir(netns)) if netns.is_dir() else None,
-        "state_file": state_file().exists(),
-        "cluster_dir": cluster_dir().exists(),
-    }
-
-
-def snapshot_diff(before: dict, after: dict) -> dict:
-    """{key: (before, after)} for what differs; sysctls and lists reported by their changed items."""
-    diff = {}
-    for k in sorted(set(before) | set(after)):
-        b, a = before.get(k), after.get(k)
-        if b == a:
-            continue
-        if isinstance(b, dict) and isinstance(a, dict):
-            diff[k] = {x: (b.get(x), a.get(x)) for x in sorted(set(b) | set(a)) if b.get(x) != a.get(x)}
-        elif isinstance(b, list) and isinstance(a, list):
-            diff[k] = {"gone": [x for x in b if x not in a], "new": [x for x in a if x not in b]}
-        else:
-            diff[k] = (b, a)
-    return diff
-
 
 def _watched_snapshot() -> dict:
     snap = {}
@@ -484,12 +396,9 @@ def _processes_of(run_dir: str) -> list:
     that live in the kubepods cgroups (containers)."""
     found = []
     me = os.getpid()
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == me:
-            continue
-        pid = int(d)
-        if run_dir + "/" in _cmdline(pid):
-            found.append((pid, proc_start_time(pid)))
+    for proc in psutil.process_iter(["cmdline"]):
+        if proc.pid != me and run_dir + "/" in " ".join(proc.info["cmdline"] or ()):
+            found.append((proc.pid, proc_start_time(proc.pid)))
     for pid in _cgroup_pids(CGROUP_ROOT):
         if pid != me:
             found.append((pid, proc_start_time(pid)))
@@ -745,7 +654,6 @@ class LocalCluster:
         self.dir = cluster_dir()
         self.kubeconfig = self.dir / "kubeconfig"
         self.node_name = NODE_NAME
-        self.node_ip = NODE_IP
         self.api_url = API_URL
         self.ca_file = self.dir / "apiserver-certs" / "apiserver.crt"
         self.containerd_socket = self.dir / "containerd" / "containerd.sock"
@@ -980,10 +888,6 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     def _ctr(self, *args, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
         return _run(["ctr", "--address", self.containerd_socket, "-n", "k8s.io", *args],
                     check=check, timeout=timeout)
-
-    def ctr(self, *args, check: bool = True) -> subprocess.CompletedProcess:
-        """Run ctr against this cluster's containerd (namespace k8s.io)."""
-        return self._ctr(*args, check=check)
 
     def _ctr_ok(self) -> bool:
         return self._ctr("version", check=False, timeout=5).returncode == 0
@@ -1248,7 +1152,7 @@ current-context: nfvlab
             self._release()
 
 
-def _with_nad_crd(k8s: "LocalCluster") -> None:
+def install_nad_crd(k8s: "LocalCluster") -> None:
     """Install Multus' NetworkAttachmentDefinition CRD and wait until it is served."""
     from kubernetes import client, utils
 
@@ -1261,19 +1165,43 @@ def _with_nad_crd(k8s: "LocalCluster") -> None:
         time.sleep(0.1)
 
 
+def stamp_text() -> str:
+    """One line: ``available <version key>`` or ``unavailable: <reason>``. The pipeline's Kubernetes
+    stage depends on a file holding it, so a result recorded without a cluster is re-measured
+    once one can run (and one measured with these binaries is not)."""
+    why = unavailable_reason()
+    return f"unavailable: {why}\n" if why else f"available {version_key()}\n"
+
+
+def write_stamp(path: Path) -> int:
+    """Write :func:`stamp_text` to ``path`` (unchanged content: file untouched); say so when unavailable."""
+    text = stamp_text()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    if text.startswith("unavailable"):
+        print(f"nfvlab cluster: no local Kubernetes cluster can run here ({text.split(': ', 1)[1].strip()}): "
+              "the Kubernetes lab's configurations will be recorded as not realizable")
+    return 0
+
+
 def main(argv: Optional[list] = None) -> int:
-    """python3 tests/support/k8s_cluster.py {up|run -- CMD ...|clean|status}
+    """nfvlab cluster {up|run -- CMD ...|clean|status|stamp FILE} (also: python -m nfvlab.labs.kubernetes.local_cluster)
 
     ``up`` keeps a cluster (with the NAD CRD) until Ctrl-C; ``run`` starts one, runs CMD,
     stops it and exits with CMD's status. Neither holds the host lab lock: nfvlab's
     Kubernetes lab takes it for each run (``params/lab.kubernetes.yaml`` fits this cluster).
     """
     import argparse
-    ap = argparse.ArgumentParser(prog="k8s_cluster.py", description=main.__doc__)
-    ap.add_argument("command", choices=("up", "run", "clean", "status"))
+    ap = argparse.ArgumentParser(prog="nfvlab cluster", description=main.__doc__)
+    ap.add_argument("command", choices=("up", "run", "clean", "status", "stamp"))
     ap.add_argument("--hugepages-2m", type=int, default=0)
-    ap.add_argument("cmd", nargs=argparse.REMAINDER, help="with run: the command (after --)")
+    ap.add_argument("cmd", nargs=argparse.REMAINDER, help="with run: the command (after --); with stamp: the file")
     args = ap.parse_args(argv)
+    if args.command == "stamp":
+        if len(args.cmd) != 1:
+            ap.error("stamp: give the file to write")
+        return write_stamp(Path(args.cmd[0]))
     if args.command == "clean":
         print("cleaned" if clean_leftovers() else "nothing to clean")
         return 0
@@ -1286,7 +1214,7 @@ def main(argv: Optional[list] = None) -> int:
     if args.command == "run" and not cmd:
         ap.error("run: give the command after --")
     with LocalCluster(hugepages_2m=args.hugepages_2m, lock=False) as k8s:
-        _with_nad_crd(k8s)
+        install_nad_crd(k8s)
         if args.command == "run":
             return subprocess.run(cmd, env={**os.environ, "KUBECONFIG": str(k8s.kubeconfig)}).returncode
         print(f"cluster up: KUBECONFIG={k8s.kubeconfig} node={k8s.node_name} api={k8s.api_url}; "
