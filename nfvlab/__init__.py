@@ -4,14 +4,15 @@ The data flow, one way: a :class:`Scenario` (what is benchmarked) is realized by
 lab backend (:func:`backend_for`: the embedded lab, user-named ports, or a
 Kubernetes cluster), a traffic generator drives its streams (embedded ``nfvlab-gen`` or TRex),
 trials and searches measure it, records keep every trial with provenance, and
-``results`` / ``analysis`` / ``report`` turn records into tables, claims and figures.
+``results`` / ``experiments`` (one module per experiment, on the ``analysis`` core) /
+``report`` turn records into tables, claims and figures.
 
 What a notebook author uses::
 
     import nfvlab
     p = nfvlab.load_experiment("params/quick/experiment_a.yaml", "params/lab.yaml")
     nfvlab.run_experiment(p, "data/raw/experiment_a.jsonl")
-    tables = nfvlab.analysis.tables("a", "data/raw/experiment_a.jsonl")
+    tables = nfvlab.experiments.tables("a", "data/raw/experiment_a.jsonl")
 
 Names are imported on first use, so ``import nfvlab`` stays cheap for the CLI.
 """
@@ -48,6 +49,7 @@ _API = {
     # modules a notebook uses as namespaces
     "analysis": "nfvlab.analysis",
     "experiment": "nfvlab.experiment",
+    "experiments": "nfvlab.experiments",
     "params": "nfvlab.params",
     "reference": "nfvlab.reference",
     "report": "nfvlab.report",

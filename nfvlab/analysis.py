@@ -1,68 +1,32 @@
-"""Raw records -> the experiments' tables, claims and figures (deterministic).
+"""The analysis core every experiment's tables, claims and figures are built on (deterministic).
 
-:func:`tables` returns the tidy DataFrames of experiments ``a``..``d`` and ``f``;
-:func:`write_experiment` writes what the DVC analysis stages publish
-(``data/tables/experiment_<x>_<name>.csv`` for every name of
-:data:`TABLE_NAMES`, ``figures/experiments/experiment_<x>_*.png``,
-``metrics/experiment_<x>.json``). Configurations this host cannot realize
-appear as rows whose ``status`` says why, with no value; a claim needing one is
-"not testable on this host", never guessed. Local values describe this host
-only; published values (the draft's 40 GbE testbed, the density note's
-testbeds) stand beside them for comparison of *shape*, not of magnitude.
+:func:`config_table` (statistics over repetitions per configuration), :func:`claim_rows`
+(a claim's verdict from tests between configurations), the latency table and figures, the
+figure and metric helpers. Each experiment's own tables, claims and figures live in its
+module of :mod:`nfvlab.experiments`, which also writes what the DVC analysis stages publish.
+Configurations this host cannot realize appear as rows whose ``status`` says why, with no
+value; a claim needing one is "not testable on this host", never guessed. Local values
+describe this host only; published values stand beside them for comparison of *shape*, not
+of magnitude.
 """
 from __future__ import annotations
 
 import itertools
-import json
-import os
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Sequence, Union
+from typing import Iterable, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
 
-from nfvlab import latency, linerate, reference, results, stats
-from nfvlab.scenario import catalogue, density
+from nfvlab import latency, linerate, results, stats
 from nfvlab.plots.bars import grouped_bars
-from nfvlab.plots.heatmap import matrix_heatmap
 from nfvlab.plots.latency import spectrum_figure
 from nfvlab.plots.output import figure_style, new_figure, save_png
 from nfvlab.plots.throughput import throughput_vs_frame_size
 
 PathLike = Union[str, Path]
 
-#: The draft's Figure 10 models and the local model standing in for each.
-DRAFT_A_ANALOGUES = {
-    "smartnic-sriov": "smartnic-direct",
-    "ebpf-afxdp-cni": "afxdp-cni",
-    "userspace-vpp": "ovs-dpdk-vhost",
-    "ebpf-ovs-afxdp": "ovs-afxdp",
-}
 
-
-# ---------------------------------------------------------------------------
-# experiments B, C, D: configuration tables with the published values beside
-# ---------------------------------------------------------------------------
-#: Tables of each experiment, in report order: ``experiment_<x>_<name>.csv``.
-TABLE_NAMES = {
-    "a": ("throughput", "claims", "published", "latency"),
-    "b": ("pinning_numa", "claims", "latency"),
-    "c": ("combination", "numa", "claims", "latency"),
-    "d": ("mrr", "latency"),
-    "f": ("throughput", "claims", "latency"),
-}
-#: Search goal each experiment measures.
-GOALS = {"a": "ndr", "b": "ndr", "c": "ndr", "d": "mrr", "f": None}
-#: Frame sizes a table shows when the records have no search at all (every
-#: configuration not realizable): the experiment's published sizes.
-DEFAULT_FRAME_SIZES = {"b": (1518,), "c": (64, 128, 256, 512, 1024, 1280, 1518), "d": (64, "IMIX"),
-                       "f": (64, 512, 1518, 9018)}
-#: The draft's Figure 16 models and the local model standing in for each.
-DRAFT_C_ANALOGUES = {"userspace-vpp": "chain-userspace", "combined-sriov-vpp": "chain-combined"}
-#: NUMA scenarios of the draft's claims (Figures 13 and 17) and the frame size they use.
-NUMA_FRAME_SIZE = 1518
-#: Published density matrices shown beside experiment D (the ratio the local lab uses).
-DENSITY_PCDR4SW = "(1:1)"
 #: Columns of :func:`config_table` after the configuration columns.
 STAT_COLUMNS = ["status", "n", "mean_pps", "ci_low_pps", "ci_high_pps", "cv", "gbps_l1", "generator_limited",
                 "n_irregular"]
@@ -74,7 +38,6 @@ CLAIM_COLUMNS = ["claim", "condition", "verdict", "pair", "test", "p_adjusted", 
 :data:`nfvlab.stats.VERDICTS`; ``pair``/``test``/``p_adjusted`` (Holm over the claim's
 pairs)/``effect_size`` (positive: the claimed larger level is larger)/``n`` describe the
 pair that decided the verdict; ``detail`` lists every pair."""
-_PUBLISHED_NOTE = "40 GbE testbed of the draft, not this host"
 
 
 def _key(value):
@@ -93,7 +56,7 @@ def _key(value):
     return value
 
 
-def _levels(*columns: Iterable, order: Sequence = (), default: Sequence = ()) -> list:
+def levels(*columns: Iterable, order: Sequence = (), default: Sequence = ()) -> list:
     """Distinct non-missing levels of ``columns``: ``order``'s first, the rest sorted."""
     seen = {_key(v) for col in columns for v in col} - {None}
     first = [v for v in order if v in seen]
@@ -193,7 +156,7 @@ def status_kind(status: str) -> str:
     return str(status).split(":")[0]
 
 
-def _beside(table: pd.DataFrame, published: pd.DataFrame, on: dict[str, str], value: str,
+def beside(table: pd.DataFrame, published: pd.DataFrame, on: dict[str, str], value: str,
             name: str) -> pd.DataFrame:
     """``table`` with ``published[value]`` as column ``name``, matched on ``on`` (table -> published column)."""
     lookup = {tuple(_key(r[c]) for c in on.values()): r[value] for _, r in published.iterrows()}
@@ -261,7 +224,7 @@ def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches:
     return rows
 
 
-def _select(df: pd.DataFrame, **conditions) -> pd.DataFrame:
+def select(df: pd.DataFrame, **conditions) -> pd.DataFrame:
     """Rows whose columns equal ``conditions`` (normalized; a list value: any of them)."""
     mask = np.ones(len(df), dtype=bool)
     for col, want in conditions.items():
@@ -270,277 +233,36 @@ def _select(df: pd.DataFrame, **conditions) -> pd.DataFrame:
     return df[mask]
 
 
-def _inputs(records: PathLike, letter: str, models: Optional[list[str]]):
-    """Search rows of the experiment's goal and models, notes, and the models."""
+def inputs(records: PathLike, goal: Optional[str], models: Optional[list[str]]):
+    """Search rows of ``goal`` (None: the first recorded, :func:`first_goal`) and ``models``
+    (None: every model in the records), the notes of those models, and the models."""
     s = results.searches_frame(records)
     notes = results.not_realizable_frame(records)
     if models is None:
-        models = _levels(s["model"], notes["model"])
-    goal = GOALS[letter] or _first_goal(s)
-    return (_select(s, goal=goal, model=list(models)), _select(notes, model=list(models)),
+        models = levels(s["model"], notes["model"])
+    goal = goal or first_goal(s)
+    return (select(s, goal=goal, model=list(models)), select(notes, model=list(models)),
             list(models))
 
 
-def _first_goal(searches: pd.DataFrame) -> str:
+def first_goal(searches: pd.DataFrame) -> str:
     """The goal of an experiment whose params choose it (F: ``mrr`` quick, ``ndr`` full): the first recorded."""
     goals = [g for g in searches["goal"] if isinstance(g, str)]
     return goals[0] if goals else "ndr"
 
 
-def _status_of(table: pd.DataFrame, by: str, **conditions) -> dict:
-    sub = _select(table, **conditions)
+def status_of(table: pd.DataFrame, by: str, **conditions) -> dict:
+    sub = select(table, **conditions)
     return {_key(k): v for k, v in zip(sub[by], sub["status"])}
 
 
-def tables_b(records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
-    """Experiment B (Appendix B, Figure 13): CPU pinning x NUMA scenario under a noisy neighbour.
-
-    Returns
-    -------
-    dict
-        ``pinning_numa``: :func:`config_table` over model x pinning x numa x
-        frame size (ndr) plus ``draft11_fig13_gbps`` (published, Gbit/s on the
-        draft's 40 GbE testbed -- not this host). ``claims``: B.2 per NUMA
-        scenario ("exclusive > shared > none") and per pinning mode ("s1 best;
-        s2 and s4 degrade": s1 above each of s2, s3, s4), :data:`CLAIM_COLUMNS`.
-    """
-    s, notes, models = _inputs(records, "b", models)
-    grid = {"model": models,
-            "pinning": _levels(s["pinning"], notes["pinning"], order=reference.PINNING_ORDER),
-            "numa": _levels(s["numa"], notes["numa"]),
-            "frame_size": _levels(s["frame_size"], notes["frame_size"], default=DEFAULT_FRAME_SIZES["b"])}
-    pub = reference.pinning_numa()
-    table = _beside(config_table(s, notes, grid, "ndr"), pub,
-                    {"pinning": "pinning", "numa": "scenario", "frame_size": "frame_size"},
-                    "throughput_gbps", "draft11_fig13_gbps")
-    rows = []
-    for m, fs in itertools.product(models, grid["frame_size"]):
-        for numa in grid["numa"]:
-            rows += claim_rows("B.2: exclusive > shared > none (CPU pinning mitigates the noisy neighbour)",
-                               f"{m}, numa={numa}, {fs} B", [["exclusive", "shared", "none"]],
-                               _select(s, model=m, numa=numa, frame_size=fs), "pinning",
-                               _status_of(table, "pinning", model=m, numa=numa, frame_size=fs))
-        for pin in grid["pinning"]:
-            rows += claim_rows("B.2: s1 best; s2 and s4 degrade (vSwitch and pod on different NUMA nodes)",
-                               f"{m}, pinning={pin}, {fs} B", [["s1", "s2"], ["s1", "s3"], ["s1", "s4"]],
-                               _select(s, model=m, pinning=pin, frame_size=fs), "numa",
-                               _status_of(table, "numa", model=m, pinning=pin, frame_size=fs))
-    return {"pinning_numa": table, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)}
-
-
-def tables_c(records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
-    """Experiment C (Appendix C, Figures 16 and 17): model combination and multi-pod NUMA.
-
-    Returns
-    -------
-    dict
-        ``combination``: model x frame size at NUMA scenario s1 (ndr) with
-        ``draft_model`` and ``draft11_fig16_gbps`` beside; ``numa``: model x NUMA
-        scenario at 1518 B with ``draft11_fig17_gbps`` beside (published, Gbit/s,
-        the draft's 40 GbE testbed -- not this host); ``claims``: C.2 "combined >
-        user-space only" per frame size and "s1 best; splitting pods across NUMA
-        nodes (s2, s3, s5, s6) degrades" (s1 above each of s2..s6) per model.
-    """
-    s, notes, models = _inputs(records, "c", models)
-    sizes = _levels(s["frame_size"], notes["frame_size"], default=DEFAULT_FRAME_SIZES["c"])
-    s1, s1_notes = _select(s, numa=["s1", None]), _select(notes, numa=["s1", None])
-    draft = {v: k for k, v in DRAFT_C_ANALOGUES.items()}
-    comb = config_table(s1, s1_notes, {"model": models, "frame_size": sizes}, "ndr")
-    comb.insert(1, "draft_model", comb["model"].map(draft))
-    comb = _beside(comb, reference.combination_throughput(), {"draft_model": "model", "frame_size": "frame_size"},
-                   "throughput_gbps", "draft11_fig16_gbps")
-    numa = config_table(_select(s, frame_size=NUMA_FRAME_SIZE), notes,
-                        {"model": models, "numa": _levels(s["numa"], notes["numa"]),
-                         "frame_size": [NUMA_FRAME_SIZE]}, "ndr")
-    numa = _beside(numa, reference.multipod_numa(), {"numa": "scenario", "frame_size": "frame_size"},
-                   "throughput_gbps", "draft11_fig17_gbps")
-    order = [DRAFT_C_ANALOGUES["combined-sriov-vpp"], DRAFT_C_ANALOGUES["userspace-vpp"]]
-    rows = []
-    for fs in sizes:
-        rows += claim_rows(f"C.2: combined > user-space only ({order[0]} > {order[1]})", f"numa=s1, {fs} B",
-                           [order], _select(s1, frame_size=fs), "model",
-                           _status_of(comb, "model", frame_size=fs))
-    for m in models:
-        rows += claim_rows("C.2: s1 best; splitting pods across NUMA nodes (s2, s3, s5, s6) degrades",
-                           f"{m}, {NUMA_FRAME_SIZE} B", [["s1", f"s{i}"] for i in range(2, 7)],
-                           _select(s, model=m, frame_size=NUMA_FRAME_SIZE), "numa",
-                           _status_of(numa, "numa", model=m))
-    return {"combination": comb, "numa": numa, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)}
-
-
-def host_cpus(records: PathLike) -> int:
-    """CPUs of the host that wrote the records (provenance of the latest completed run), else of this host."""
-    prov = results.run_provenance(records)
-    for key in ("cpu_affinity_count", "cpu_count"):
-        if prov.get(key):
-            return int(prov[key])
-    return int(os.cpu_count() or 1)
-
-
-def tables_d(records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
-    """Experiment D (seed 001): MRR service-density matrix, published cells and core usage beside.
-
-    Returns
-    -------
-    dict
-        ``mrr``: :func:`config_table` over model x topology x frame size x
-        instances x nfs (goal mrr; ``mean_pps`` is the receive rate per
-        direction), then per published testbed ``published_mrr_mpps_<testbed_id>``
-        / ``published_raw_<testbed_id>`` (density note, pcdr4sw (1:1); ``---`` =
-        out of cores there, ``???`` = not measured), ``total_nfs``,
-        ``seed_nf_cores`` (the note's core-usage view, :func:`nfvlab.scenario.density.core_usage_view`),
-        ``seed_total_cores`` (with the switch, :func:`nfvlab.scenario.density.core_plan`),
-        ``userspace_dataplane_cores`` (one core per dataplane thread set at
-        pcdr4nf = pcdr4sw = (1:1): each NF plus the switch), ``host_cpus`` and
-        ``userspace_fits_host`` (``userspace_dataplane_cores <= host_cpus``).
-    """
-    s, notes, models = _inputs(records, "d", models)
-    grid = {"model": models, "topology": _levels(s["topology"], notes["topology"]),
-            "frame_size": _levels(s["frame_size"], notes["frame_size"], default=DEFAULT_FRAME_SIZES["d"]),
-            "instances": _levels(s["instances"], notes["instances"]),
-            "nfs": _levels(s["nfs"], notes["nfs"])}
-    table = config_table(s, notes, grid, "mrr")
-    pub = reference.density_mrr()
-    pub = pub[pub["pcdr4sw"] == DENSITY_PCDR4SW].assign(topology=lambda d: d["topology"].str.lower())
-    on = {"topology": "topology", "frame_size": "frame_size", "instances": "instances", "nfs": "nfs_per_instance"}
-    for tb, g in pub.groupby("testbed_id", sort=True):
-        table = _beside(table, g, on, "mrr_mpps", f"published_mrr_mpps_{tb}")
-        table = _beside(table, g, on, "raw", f"published_raw_{tb}")
-    cpus = host_cpus(records)
-    table["total_nfs"] = table["instances"] * table["nfs"]
-    table["seed_nf_cores"] = [density.core_usage_view(i, n) for i, n in zip(table["instances"], table["nfs"])]
-    table["seed_total_cores"] = [density.core_plan(i, n).total_cores for i, n in zip(table["instances"], table["nfs"])]
-    table["userspace_dataplane_cores"] = [  # pcdr4nf per NF dataplane + pcdr4sw for the switch's
-        int(np.ceil(density.physical_cores("(1:1)", "(1:2)", t, 0)
-                    + density.physical_cores(DENSITY_PCDR4SW, "(1:1)", 1, 0))) for t in table["total_nfs"]]
-    table["host_cpus"] = cpus
-    table["userspace_fits_host"] = table["userspace_dataplane_cores"] <= cpus
-    return {"mrr": table}
-
-
 # ---------------------------------------------------------------------------
-# experiment F (seed 003): memif vs tap pod interface, MTU 1500 / 9000
+# figures and metrics
 # ---------------------------------------------------------------------------
-#: The seed's pod interfaces and the local models standing for them.
-F_MEMIF, F_TAP = "ovs-dpdk-memif", "ovs-dpdk-tap"
-#: "Far above": memif's rate at least this many times tap's, at the same MTU and frame size.
-FAR_RATIO = 2.0
-#: What the seed's DSA figures need, as the claims table says when a host lacks it.
-DSA_CLAIM = "seed 003: Intel DSA offload of memif copies raises throughput further"
+HOST_ONLY = "measured on this host only, not the draft's testbed"
 
 
-def _scaled(searches: pd.DataFrame, model: str, factor: float, level: str) -> pd.DataFrame:
-    """``searches`` with ``model``'s rates times ``factor``, relabelled ``level`` (to test a ratio)."""
-    out = searches.copy()
-    hit = out["model"] == model
-    out.loc[hit, "throughput_pps"] = out.loc[hit, "throughput_pps"] * factor
-    out.loc[hit, "model"] = level
-    return out
-
-
-def _as_gbps(searches: pd.DataFrame) -> pd.DataFrame:
-    """Searches with ``throughput_pps`` replaced by the L2 rate in Gbit/s (claims in bits, not packets)."""
-    return searches.assign(throughput_pps=searches["throughput_gbps_l2"].astype(float))
-
-
-def _dsa_devices(records: PathLike) -> Optional[int]:
-    """Intel DSA devices the host of the records' latest completed run had (provenance), None if not recorded."""
-    value = (results.run_provenance(records).get("lab") or {}).get("intel_dsa_devices")
-    return None if value is None else int(value)
-
-
-def tables_f(records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
-    """Experiment F (seed 003): memif vs tap pod interface over frame sizes at MTU 1500 and 9000.
-
-    The goal is the one the params chose (``mrr`` in the quick profile, ``ndr`` in the full one).
-
-    Returns
-    -------
-    dict
-        ``throughput``: :func:`config_table` over model x ``mtu_bytes`` x frame size (a frame
-        above a cell's MTU + 18 B has status ``frame too large``), then ``gbps_l2`` (mean at L2,
-        Gbit/s per direction, as the seed plots) and ``goal``. ``claims`` (:data:`CLAIM_COLUMNS`):
-        "memif far above tap" per MTU and frame size, tested as memif > :data:`FAR_RATIO` x tap
-        (tap's repetitions scaled, the pair ``ovs-dpdk-memif > ovs-dpdk-tap x2``); "MTU 9000
-        better than 1500 for large frames" per model, defined as the L2 rate in Gbit/s at the
-        largest frame each MTU carries (9018 B at 9000 against 1518 B at 1500; the level names
-        say so); and the seed's DSA-offload figures, ``not testable`` unless the records' host
-        had Intel DSA devices (provenance ``lab.intel_dsa_devices``).
-    """
-    s, notes, models = _inputs(records, "f", models)
-    goal = _first_goal(s)
-    mtus = _levels(s["mtu_bytes"], notes["mtu_bytes"], default=(1500, 9000))
-    sizes = _levels(s["frame_size"], notes["frame_size"], default=DEFAULT_FRAME_SIZES["f"])
-    table = config_table(s, notes, {"model": models, "mtu_bytes": mtus, "frame_size": sizes}, goal)
-    table["gbps_l2"] = [linerate.pps_to_gbps(v, fs, 2) if pd.notna(v) else np.nan
-                        for v, fs in zip(table["mean_pps"], table["frame_size"])]
-    table["goal"] = goal
-    rows = []
-    tap_far = f"{F_TAP} x{FAR_RATIO:g}"
-    for mtu, fs in itertools.product(mtus, sizes):
-        st = _status_of(table, "model", mtu_bytes=mtu, frame_size=fs)
-        if all(status_kind(st.get(m, "")) == "frame too large" for m in (F_MEMIF, F_TAP)):
-            continue  # nothing was sent at this size: no claim to test
-        st[tap_far] = st.get(F_TAP, "not in the experiment")
-        rows += claim_rows(f"seed 003: memif far above tap at every size ({F_MEMIF} >= {FAR_RATIO:g} x {F_TAP})",
-                           f"MTU {mtu}, {fs} B", [[F_MEMIF, tap_far]],
-                           _scaled(_select(s, mtu_bytes=mtu, frame_size=fs), F_TAP, FAR_RATIO, tap_far),
-                           "model", st)
-    if 1500 in mtus and 9000 in mtus:
-        big = {9000: max((f for f in sizes if f != "IMIX" and f <= 9018), default=9018),
-               1500: max((f for f in sizes if f != "IMIX" and f <= 1518), default=1518)}
-        level = {m: f"MTU {m} at {big[m]} B" for m in big}
-        for model in models:
-            parts = [_select(s, model=model, mtu_bytes=m, frame_size=big[m]).assign(cell=level[m]) for m in big]
-            sub = _as_gbps(pd.concat(parts, ignore_index=True))
-            st = {level[m]: _status_of(table, "mtu_bytes", model=model, frame_size=big[m]).get(m, "not measured")
-                  for m in big}
-            rows += claim_rows("seed 003: MTU 9000 better than 1500 for large frames (L2 Gbit/s at the largest "
-                               "frame each MTU carries)", model, [[level[9000], level[1500]]], sub, "cell", st)
-    dsa = _dsa_devices(records)
-    if not dsa:
-        why = ("this host has no Intel DSA (no /sys/bus/dsa devices when the run was recorded)" if dsa == 0
-               else "the records do not say whether the host had Intel DSA")
-        rows.append({"claim": DSA_CLAIM, "condition": "all sizes", "verdict": "not testable", "n": 0,
-                     "detail": f"on this host: {why}"})
-    else:
-        rows.append({"claim": DSA_CLAIM, "condition": "all sizes", "verdict": "not testable", "n": 0,
-                     "detail": f"{dsa} DSA device(s) present, but nfvlab has no DSA-offloaded memif model"})
-    return {"throughput": table, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)}
-
-
-def figures_f(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[Path]:
-    """``experiment_f_throughput.png``: L2 Gbit/s vs frame size, memif vs tap, one panel per MTU, 95 % CI."""
-    t = tabs["throughput"]
-    data = t[t["status"] == "measured"].copy()
-    for c in ("ci_low", "ci_high"):
-        data[f"{c}_gbps"] = [linerate.pps_to_gbps(v, fs, 2) if pd.notna(v) else np.nan
-                             for v, fs in zip(data[f"{c}_pps"], data["frame_size"])]
-    mtus = list(dict.fromkeys(t["mtu_bytes"])) or [None]
-    goal = str(t["goal"].iloc[0]).upper() if len(t) else "NDR"
-    with figure_style(dpi):
-        fig = new_figure((5.2 * len(mtus), 4.4))
-        axes = np.atleast_1d(fig.subplots(1, len(mtus), sharey=True))
-        for ax, mtu in zip(axes, mtus):
-            d = data[data["mtu_bytes"] == mtu]
-            if d.empty:
-                ax.text(0.5, 0.5, "no configuration measured", ha="center", va="center")
-                continue
-            throughput_vs_frame_size(d, y="gbps_l2", hue="model", ax=ax, x_scale="log2", ci_low="ci_low_gbps",
-                                     ci_high="ci_high_gbps", title=f"MTU {mtu}",
-                                     ylabel=f"{goal} [Gbit/s L2 per direction]")
-        fig.suptitle(f"Experiment F (seed 003): memif vs tap pod interface, {goal} per direction,\n"
-                     f"mean and 95 % t-interval; {_HOST_ONLY}", fontsize=9)
-        return [save_png(fig, out / "experiment_f_throughput.png")]
-
-
-# ---------------------------------------------------------------------------
-# figures, metrics, the generic writer
-# ---------------------------------------------------------------------------
-_HOST_ONLY = "measured on this host only, not the draft's testbed"
-
-
-def _kpps(table: pd.DataFrame) -> pd.DataFrame:
+def kpps(table: pd.DataFrame) -> pd.DataFrame:
     out = table.copy()
     for c in ("mean", "ci_low", "ci_high"):
         out[f"{c}_kpps"] = out[f"{c}_pps"] / 1e3
@@ -564,11 +286,11 @@ def irregular_note(table: pd.DataFrame, keys: Sequence[str]) -> Optional[str]:
     return "irregular (RFC 9971; e.g. the maximum rate met the goal, so a floor): " + ", ".join(cells)
 
 
-def _bar_figure(table: pd.DataFrame, x: str, hue: str, title: str, path: Path, dpi: int) -> Path:
+def bar_figure(table: pd.DataFrame, x: str, hue: str, title: str, path: Path, dpi: int) -> Path:
     with figure_style(dpi):
         fig = new_figure((7.0, 4.4))
         ax = fig.subplots()
-        grouped_bars(_kpps(table), x=x, y="mean_kpps", hue=hue, ci_low="ci_low_kpps", ci_high="ci_high_kpps",
+        grouped_bars(kpps(table), x=x, y="mean_kpps", hue=hue, ci_low="ci_low_kpps", ci_high="ci_high_kpps",
                      missing="status", ax=ax, title=title, ylabel="NDR [kpps per direction]")
         note = irregular_note(table, [hue, x])
         if note:
@@ -576,122 +298,18 @@ def _bar_figure(table: pd.DataFrame, x: str, hue: str, title: str, path: Path, d
         return save_png(fig, path)
 
 
-def _file_part(value) -> str:
+def file_part(value) -> str:
     return str(value).replace("/", "-").replace(" ", "")
 
 
-def figures_b(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[Path]:
-    """``experiment_b_pinning_numa[_<model>].png``: bars per NUMA scenario, one per pinning mode, 95 % CI."""
-    t = tabs["pinning_numa"]
-    models = list(dict.fromkeys(t["model"]))
-    return [_bar_figure(t[t["model"] == m], "numa", "pinning",
-                        f"Experiment B ({m}, noisy neighbour): zero-loss throughput,\n"
-                        f"mean and 95 % t-interval; {_HOST_ONLY}",
-                        out / f"experiment_b_pinning_numa{'' if len(models) == 1 else '_' + _file_part(m)}.png", dpi)
-            for m in models]
-
-
-def figures_c(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[Path]:
-    """``experiment_c_combination.png`` (NDR vs frame size per model, 95 % CI) and ``experiment_c_numa.png``."""
-    first = throughput_figure(tabs["combination"], "Experiment C, NUMA s1: zero-loss throughput, mean and "
-                              f"95 % t-interval\n{_HOST_ONLY}", out / "experiment_c_combination.png", dpi)
-    return [first, _bar_figure(tabs["numa"], "numa", "model",
-                               f"Experiment C, {NUMA_FRAME_SIZE} B: zero-loss throughput per NUMA scenario,\n"
-                               f"mean and 95 % t-interval; {_HOST_ONLY}", out / "experiment_c_numa.png", dpi)]
-
-
-def figures_d(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[Path]:
-    """``experiment_d_mrr_<topology>_<frame size>.png`` (model prefix if several): MRR heatmaps in kpps.
-
-    All heatmaps share one colour scale (0 to the largest mean of the table), so
-    equal colours mean equal rates across them; interval bounds below 0 (small
-    n) are shown as 0.
-    """
-    t = tabs["mrr"].assign(mean_kpps=lambda d: d["mean_pps"] / 1e3)
-    vmax_kpps = float(np.nanmax(t["mean_kpps"].to_numpy(dtype=float), initial=0.0)) or 1.0
-    t["cell"] = [f"{v:.1f}\n[{max(lo, 0.0) / 1e3:.1f}, {hi / 1e3:.1f}]" if r == "measured" and pd.notna(lo) else
-                 (f"{v:.1f}" if r == "measured" else r.split(":")[0])
-                 for v, lo, hi, r in zip(t["mean_kpps"], t["ci_low_pps"], t["ci_high_pps"], t["status"])]
-    several = t["model"].nunique() > 1
-    paths = []
-    for (m, topo, fs), g in t.groupby(["model", "topology", "frame_size"], sort=False):
-        name = f"experiment_d_mrr_{_file_part(m) + '_' if several else ''}{_file_part(topo)}_{_file_part(fs)}.png"
-        with figure_style(dpi):
-            fig = new_figure((6.4, 4.6))
-            matrix_heatmap(g, "instances", "nfs", "mean_kpps", text="cell", ax=fig.subplots(),
-                           cbar_label="MRR [kpps per direction]", annot_fontsize=7, vmin=0.0, vmax=vmax_kpps,
-                           xlabel="NFs per service instance", ylabel="service instances",
-                           title=f"Experiment D {topo.upper()} {fs} B ({m}): MRR per direction,\n"
-                                 f"mean [95 % t-interval], kpps; {_HOST_ONLY}")
-            paths.append(save_png(fig, out / name))
-    return paths
-
-
-def _metric_values(table: pd.DataFrame, keys: list[str], unit: str, prefix: str = "") -> dict:
+def metric_values(table: pd.DataFrame, keys: list[str], unit: str, prefix: str = "") -> dict:
     return {prefix + "/".join(str(getattr(r, k)) for k in keys) + f"/{unit}": round(r.mean_pps / 1e3, 3)
             for r in table.itertuples() if r.status == "measured" and not np.isnan(r.mean_pps)}
 
 
-def _claim_counts(claims: pd.DataFrame) -> dict:
+def claim_counts(claims: pd.DataFrame) -> dict:
     v = claims["verdict"]
     return {f"claims/{name.replace(' ', '_')}": int((v == name).sum()) for name in stats.VERDICTS}
-
-
-def metrics_values(letter: str, tabs: dict[str, pd.DataFrame]) -> dict:
-    """The DVC metrics of an experiment: mean rate of every measured configuration, kpps (and claim counts)."""
-    if letter == "a":
-        return {**_metric_values(tabs["throughput"], ["model", "frame_size"], "ndr_kpps"),
-                **_claim_counts(tabs["claims"])}
-    if letter == "b":
-        return {**_metric_values(tabs["pinning_numa"], ["model", "pinning", "numa", "frame_size"], "ndr_kpps"),
-                **_claim_counts(tabs["claims"])}
-    if letter == "c":
-        return {**_metric_values(tabs["combination"], ["model", "frame_size"], "ndr_kpps"),
-                **_metric_values(tabs["numa"], ["model", "numa", "frame_size"], "ndr_kpps", prefix="numa/"),
-                **_claim_counts(tabs["claims"])}
-    if letter == "f":
-        goal = str(tabs["throughput"]["goal"].iloc[0]) if len(tabs["throughput"]) else "ndr"
-        return {**_metric_values(tabs["throughput"], ["model", "mtu_bytes", "frame_size"], f"{goal}_kpps"),
-                **_claim_counts(tabs["claims"])}
-    return _metric_values(tabs["mrr"], ["model", "topology", "frame_size", "instances", "nfs"], "mrr_kpps")
-
-
-def tables_a(records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
-    """Experiment A (Appendix A, Figure 10): zero-loss throughput of each model over frame sizes.
-
-    Returns
-    -------
-    dict
-        ``throughput``: :func:`config_table` over model x frame size (ndr), with
-        ``section`` (draft) after ``model`` and ``gbps_l2`` (mean at L2, per direction)
-        at the end; ``claims``: A.2 per frame size on the local analogues
-        (:data:`DRAFT_A_ANALOGUES`), :data:`CLAIM_COLUMNS`; ``published``: the
-        draft's Figure 10 values (40 GbE testbed, not this host) with ``local_analogue``.
-    """
-    s, notes, models = _inputs(records, "a", models)
-    sizes = _levels(s["frame_size"], notes["frame_size"], default=(64, 1518))
-    table = config_table(s, notes, {"model": models, "frame_size": sizes}, "ndr")
-    table.insert(1, "section", [catalogue.get(m).section for m in table["model"]])
-    table["gbps_l2"] = [linerate.pps_to_gbps(v, fs, 2) if pd.notna(v) else np.nan
-                        for v, fs in zip(table["mean_pps"], table["frame_size"])]
-    a = DRAFT_A_ANALOGUES
-    rows = []
-    for best in (a["smartnic-sriov"], a["ebpf-afxdp-cni"]):
-        order = [best, a["userspace-vpp"], a["ebpf-ovs-afxdp"]]
-        claim = f"A.2: {order[0]} > {order[1]} > {order[2]} (draft: SR-IOV/AFXDP-CNI > VPP > OVS-AFXDP)"
-        for fs in sizes:
-            rows += claim_rows(claim, f"{fs} B", [order], _select(s, frame_size=fs), "model",
-                               _status_of(table, "model", frame_size=fs))
-    pub = reference.models_throughput()
-    pub["local_analogue"] = pub["model"].map(DRAFT_A_ANALOGUES)
-    return {"throughput": table, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS), "published": pub}
-
-
-def figure_a(table: pd.DataFrame, path: PathLike, dpi: int = 110) -> Path:
-    """Measured zero-loss throughput vs frame size per model (per direction), 95 % CI bars."""
-    return throughput_figure(table, "Experiment A (measured on this host, embedded lab):\n"
-                                    "zero-loss throughput per direction, mean and 95 % t-interval over repetitions",
-                             Path(path), dpi)
 
 
 def throughput_figure(table: pd.DataFrame, title: str, path: Path, dpi: int = 110) -> Path:
@@ -709,7 +327,7 @@ def throughput_figure(table: pd.DataFrame, title: str, path: Path, dpi: int = 11
         if data.empty:
             ax.text(0.5, 0.5, "no configuration measured", ha="center", va="center")
         else:
-            throughput_vs_frame_size(_kpps(data), y="mean_kpps", hue="model", ax=ax, x_scale="log2",
+            throughput_vs_frame_size(kpps(data), y="mean_kpps", hue="model", ax=ax, x_scale="log2",
                                      ci_low="ci_low_kpps", ci_high="ci_high_kpps", title=title,
                                      ylabel="NDR [kpps per direction]")
         if not missing.empty:
@@ -724,29 +342,6 @@ def throughput_figure(table: pd.DataFrame, title: str, path: Path, dpi: int = 11
         if note:
             ax.set_xlabel(f"{ax.get_xlabel() or 'frame size [B]'}\n{note}", fontsize=8)
         return save_png(fig, Path(path))
-
-
-_TABLES: dict[str, Callable[..., dict[str, pd.DataFrame]]] = {
-    "a": tables_a, "b": tables_b, "c": tables_c, "d": tables_d, "f": tables_f}
-_FIGURES: dict[str, Callable[..., list[Path]]] = {
-    "a": lambda tabs, out, dpi=110: [figure_a(tabs["throughput"], out / "experiment_a_throughput.png", dpi)],
-    "b": figures_b, "c": figures_c, "d": figures_d, "f": figures_f}
-
-
-def _letter(letter: str) -> str:
-    if letter not in _TABLES:
-        raise ValueError(f"experiment {letter!r}: use one of {sorted(_TABLES)}")
-    return letter
-
-
-def tables(letter: str, records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
-    """The tables of experiment ``letter`` ("a".."d", "f"), named as in :data:`TABLE_NAMES`.
-
-    ``models``: the params file's models (default: every model in the records).
-    See :func:`tables_a`, :func:`tables_b`, :func:`tables_c`, :func:`tables_d`, :func:`tables_f`, and
-    :func:`latency_table` (``latency``, every experiment).
-    """
-    return {**_TABLES[_letter(letter)](records, models), "latency": latency_table(records, models)}
 
 
 def latency_table(records: PathLike, models: Optional[list[str]] = None) -> pd.DataFrame:
@@ -782,31 +377,8 @@ def latency_figures(letter: str, table: pd.DataFrame, out: Path, dpi: int = 110)
         with figure_style(dpi):
             fig = spectrum_figure(g, f"Experiment {letter.upper()}: {key[0]}{f' ({knobs})' if knobs else ''}\n"
                                      f"one-way latency at fractions of the {goal}, mean over repetitions, "
-                                     f"95 % CI\n{_HOST_ONLY}")
-            paths.append(save_png(fig, out / f"experiment_{letter}_latency_{'_'.join(map(_file_part, parts))}.png"))
+                                     f"95 % CI\n{HOST_ONLY}")
+            paths.append(save_png(fig, out / f"experiment_{letter}_latency_{'_'.join(map(file_part, parts))}.png"))
     return paths
 
 
-def write_experiment(letter: str, records: PathLike, params_models: Optional[list[str]], out_tables: PathLike,
-                     out_figures: PathLike, metrics: PathLike) -> list[Path]:
-    """Write an experiment's tables, figures and metrics; return the paths written.
-
-    Files: ``<out_tables>/experiment_<x>_<name>.csv`` for each name of
-    :data:`TABLE_NAMES` ``[x]``, the PNGs of ``figures_<x>`` under
-    ``out_figures``, and ``metrics`` (JSON, :func:`metrics_values`). Same
-    records -> byte-identical files.
-    """
-    out_tables, out_figures = Path(out_tables), Path(out_figures)
-    out_tables.mkdir(parents=True, exist_ok=True)
-    out_figures.mkdir(parents=True, exist_ok=True)
-    tabs = tables(letter, records, params_models)
-    paths = []
-    for name in TABLE_NAMES[letter]:
-        paths.append(out_tables / f"experiment_{letter}_{name}.csv")
-        tabs[name].to_csv(paths[-1], index=False, float_format="%.6g")
-    paths += _FIGURES[letter](tabs, out_figures)
-    paths += latency_figures(letter, tabs["latency"], out_figures)
-    Path(metrics).parent.mkdir(parents=True, exist_ok=True)
-    Path(metrics).write_text(json.dumps(metrics_values(letter, tabs), indent=1, sort_keys=True) + "\n")
-    paths.append(Path(metrics))
-    return paths

@@ -1,9 +1,9 @@
 """Experiment E (seed 002): records -> TCP and HTTP tables, the seed's claims, figures, metrics (deterministic).
 
-:func:`tables` returns the tidy DataFrames (:data:`TABLE_NAMES`); :func:`write_experiment` writes
-what the DVC analysis stage publishes: ``<tables>/experiment_e_<name>.csv``,
-``<figures>/experiment_e_tcp_goodput.png`` and ``experiment_e_http_requests.png``, and the
-metrics JSON. Statistics over repetitions are those of experiments A-D (:mod:`nfvlab.stats`: n,
+:func:`tables` returns the tidy DataFrames (:data:`TABLE_NAMES`), :func:`figures` draws
+``experiment_e_tcp_goodput.png`` and ``experiment_e_http_requests.png``, :func:`metrics_values`
+gives the DVC metrics; :mod:`nfvlab.experiments.e` registers them and
+:func:`nfvlab.experiments.write_experiment` writes what the DVC analysis stage publishes. Statistics over repetitions are those of experiments A-D (:mod:`nfvlab.stats`: n,
 mean, 95 % Student-t interval of the mean, CV); the claims table has the columns of
 :data:`nfvlab.analysis.CLAIM_COLUMNS` and the same verdicts.
 
@@ -16,7 +16,6 @@ two one-sided Welch tests) with the margin :data:`EQUIVALENCE_MARGIN`.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -452,25 +451,3 @@ def metrics_values(tabs: dict[str, pd.DataFrame]) -> dict:
     v = tabs["claims"]["verdict"]
     out.update({f"claims/{name.replace(' ', '_')}": int((v == name).sum()) for name in stats.VERDICTS})
     return out
-
-
-def write_experiment(records: PathLike, out_tables: PathLike, out_figures: PathLike, metrics: PathLike) -> list[Path]:
-    """Write experiment E's tables, figures and metrics; return the paths written.
-
-    Files: ``<out_tables>/experiment_e_<name>.csv`` for each of :data:`TABLE_NAMES`, the PNGs of
-    :func:`figures` under ``out_figures``, and ``metrics`` (JSON, :func:`metrics_values`). Same records
-    -> byte-identical files.
-    """
-    out_tables, out_figures = Path(out_tables), Path(out_figures)
-    out_tables.mkdir(parents=True, exist_ok=True)
-    out_figures.mkdir(parents=True, exist_ok=True)
-    tabs = tables(records)
-    paths = []
-    for name in TABLE_NAMES:
-        paths.append(out_tables / f"experiment_e_{name}.csv")
-        tabs[name].to_csv(paths[-1], index=False, float_format="%.6g")
-    paths += figures(tabs, out_figures)
-    Path(metrics).parent.mkdir(parents=True, exist_ok=True)
-    Path(metrics).write_text(json.dumps(metrics_values(tabs), indent=1, sort_keys=True) + "\n")
-    paths.append(Path(metrics))
-    return paths

@@ -151,7 +151,7 @@ def _build_parser() -> argparse.ArgumentParser:
         dest="exp_cmd", required=True)
     er = ex.add_parser("run", help="measure an experiment's grid into a records file (resumes an "
                                    "interrupted run of the same params and code)")
-    er.add_argument("experiment", choices=["a", "b", "c", "d", "e", "f"])
+    er.add_argument("experiment", help="the experiment's letter (a, b, ...)")
     er.add_argument("--params", type=Path, required=True, help="the experiment's params file")
     er.add_argument("--records", type=Path, required=True, help="records file (appended to)")
     er.add_argument("--lab-profile", type=Path, default=Path("params/lab.yaml"), metavar="FILE",
@@ -164,7 +164,7 @@ def _build_parser() -> argparse.ArgumentParser:
     cl.add_argument("args", nargs=argparse.REMAINDER)
 
     an = sub.add_parser("analyze", help="tables, claims, figures and metrics of an experiment")
-    an.add_argument("experiment", choices=["a", "b", "c", "d", "e", "f"])
+    an.add_argument("experiment", help="the experiment's letter (nfvlab.experiments: a, b, ...)")
     an.add_argument("--params", type=Path, required=True, help="the experiment's params file")
     an.add_argument("--records", type=Path, required=True, nargs="+",
                     help="records file(s); several (a papermill batch) are analysed together")
@@ -533,56 +533,42 @@ def _dummy_known_path():
 
 
 def cmd_analyze(a) -> int:
-    if a.experiment == "e":
-        return _analyze_e(a)
-    from nfvlab import analysis
+    from nfvlab import experiments, results
+    from nfvlab.records import RecordsError
 
-    exp = P.load(a.params)
+    try:
+        exp = experiments.get(a.experiment)
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    models = None
+    if exp.kind == "tools":
+        from nfvlab import experiment_cni
+
+        try:
+            experiment_cni.load(a.params)  # a bad params file fails the stage, as for the others
+        except experiment_cni.CniConfigError as err:
+            raise CliError(str(err)) from None
+    else:
+        models = P.load(a.params).models
     _check_outputs(metrics=(a.metrics, "file"), tables=(a.tables, "dir"), figures=(a.figures, "dir"))
     _check_notebook_args(a)
+    if exp.kind == "tools" and len(a.records) != 1:
+        raise CliError(f"--records: experiment {a.experiment} takes one records file")
     for r in a.records:
         if not r.exists():
             raise CliError(f"--records {r}: no such file (run the experiment's measurement stage first)")
-    from nfvlab import results
-    from nfvlab.records import RecordsError
-
     records = a.records[0] if len(a.records) == 1 else list(a.records)
     shown = " ".join(map(str, a.records))
     try:
-        if results.searches_frame(records).empty and results.not_realizable_frame(records).empty:
+        empty = (results.measurements_frame(records).empty and results.notes_frame(records).empty
+                 if exp.kind == "tools" else
+                 results.searches_frame(records).empty and results.not_realizable_frame(records).empty)
+        if empty:
             raise CliError(f"--records {shown}: no completed run with results (run the experiment's "
                            "measurement stage first)")
-        paths = analysis.write_experiment(a.experiment, records, exp.models, a.tables, a.figures, a.metrics)
+        paths = experiments.write_experiment(a.experiment, records, models, a.tables, a.figures, a.metrics)
     except RecordsError as err:
         raise CliError(f"--records {shown}: {err}") from None
-    for p in paths:
-        print(p)
-    return _run_notebook(a)
-
-
-def _analyze_e(a) -> int:
-    """Experiment E (CNI TCP/HTTP): its params are a CNI grid, its records tool measurements."""
-    from nfvlab import analysis_cni, experiment_cni, results
-    from nfvlab.records import RecordsError
-
-    try:
-        experiment_cni.load(a.params)  # a bad params file fails the stage, as for A-D
-    except experiment_cni.CniConfigError as err:
-        raise CliError(str(err)) from None
-    _check_outputs(metrics=(a.metrics, "file"), tables=(a.tables, "dir"), figures=(a.figures, "dir"))
-    _check_notebook_args(a)
-    if len(a.records) != 1:
-        raise CliError("--records: experiment e takes one records file")
-    records = a.records[0]
-    if not records.exists():
-        raise CliError(f"--records {records}: no such file (run the experiment's measurement stage first)")
-    try:
-        if results.measurements_frame(records).empty and results.notes_frame(records).empty:
-            raise CliError(f"--records {records}: no completed run with results (run the experiment's "
-                           "measurement stage first)")
-        paths = analysis_cni.write_experiment(records, a.tables, a.figures, a.metrics)
-    except RecordsError as err:
-        raise CliError(f"--records {records}: {err}") from None
     for p in paths:
         print(p)
     return _run_notebook(a)

@@ -164,8 +164,8 @@ def run_experiment(params: ExperimentParams, records: Union[str, Path], *, backe
 #: Package paths no measurement imports (the import contract "measuring never imports analysing"
 #: forbids it; tests/test_pipeline.py checks this list against the measurement stages' code).
 #: An edit there neither re-measures nor stops an interrupted run from resuming.
-ANALYSING = ("analysis.py", "analysis_cni.py", "plots/", "report.py", "notebook.py", "notebook_run.py",
-             "results.py", "latency.py", "stats.py", "reference.py")
+ANALYSING = ("analysis.py", "analysis_cni.py", "experiments/", "plots/", "report.py", "notebook.py",
+             "notebook_run.py", "results.py", "latency.py", "stats.py", "reference.py")
 
 
 def fingerprint(dump: dict) -> str:

@@ -20,7 +20,7 @@ from typing import Iterator, Optional, Union
 
 import pandas as pd
 
-from nfvlab import analysis, analysis_cni, latency, notebook_run
+from nfvlab import experiments, latency, notebook_run
 
 PathLike = Union[str, Path]
 
@@ -72,8 +72,9 @@ def progress_elsewhere(environ: Optional[dict] = None) -> Iterator[Optional[Path
 
 
 def _claims_last(letter: str) -> list[str]:
-    names = [n for n in analysis.TABLE_NAMES[letter] if n not in ("latency", "published", "claims")]
-    return names + [n for n in ("latency", "published") if n in analysis.TABLE_NAMES[letter]]
+    table_names = experiments.get(letter).table_names
+    names = [n for n in table_names if n not in ("latency", "published", "claims")]
+    return names + [n for n in ("latency", "published") if n in table_names]
 
 
 def experiment_outputs(letter: str, records: PathLike, models: Optional[list[str]],
@@ -83,7 +84,7 @@ def experiment_outputs(letter: str, records: PathLike, models: Optional[list[str
     Parameters
     ----------
     letter : str
-        ``"a"`` .. ``"e"`` (``"e"``: :mod:`nfvlab.analysis_cni`).
+        An experiment of :data:`nfvlab.experiments.REGISTRY` (``"a"``, ...).
     records : path
         The records file (the analysis uses its latest completed run).
     models : list of str or None
@@ -96,7 +97,7 @@ def experiment_outputs(letter: str, records: PathLike, models: Optional[list[str
     -------
     list of (str, object)
         ``(heading, item)`` in display order; ``item`` is a DataFrame without
-        meaningful index (the analysis tables as :func:`nfvlab.analysis.tables`
+        meaningful index (the analysis tables as :func:`nfvlab.experiments.tables`
         returns them, except ``latency``, shown as :func:`nfvlab.latency.percentiles_us`),
         a PNG path, or a sentence (for an experiment without claims).
     """
@@ -104,9 +105,9 @@ def experiment_outputs(letter: str, records: PathLike, models: Optional[list[str
         figures_dir = tempfile.mkdtemp(prefix=f"nfvlab-{letter}-")
         atexit.register(shutil.rmtree, figures_dir, True)  # displayed images are embedded in the notebook
     figures_dir = Path(figures_dir)
-    if letter == "e":
-        return _outputs_e(records, figures_dir)
-    tabs = analysis.tables(letter, records, models)
+    if experiments.get(letter).kind == "tools":
+        return _outputs_tools(letter, records, figures_dir)
+    tabs = experiments.tables(letter, records, models)
     out: list[tuple[str, Union[pd.DataFrame, Path, str]]] = []
     for name in _claims_last(letter):
         table = tabs[name]
@@ -116,8 +117,8 @@ def experiment_outputs(letter: str, records: PathLike, models: Optional[list[str
         else:
             out.append((name.replace("_", " "), table.reset_index(drop=True)))
     with tempfile.TemporaryDirectory() as scratch:
-        written = analysis.write_experiment(letter, records, models, Path(scratch) / "tables", figures_dir,
-                                            Path(scratch) / "metrics.json")
+        written = experiments.write_experiment(letter, records, models, Path(scratch) / "tables", figures_dir,
+                                               Path(scratch) / "metrics.json")
     out += [(f"figure: {p.stem}", p) for p in written if p.suffix == ".png"]
     if "claims" in tabs:
         out.append(("claims (holds / contradicted / inconclusive / not testable here)",
@@ -127,13 +128,15 @@ def experiment_outputs(letter: str, records: PathLike, models: Optional[list[str
     return out
 
 
-def _outputs_e(records: PathLike, figures_dir: Path) -> list[tuple[str, Union[pd.DataFrame, Path, str]]]:
-    """Experiment E's tables (:data:`nfvlab.analysis_cni.TABLE_NAMES` but the claims), figures, then claims."""
-    tabs = analysis_cni.tables(records)
+def _outputs_tools(letter: str, records: PathLike,
+                   figures_dir: Path) -> list[tuple[str, Union[pd.DataFrame, Path, str]]]:
+    """A tool experiment's (E's) tables but the claims, its figures, then its claims."""
+    exp = experiments.get(letter)
+    tabs = experiments.tables(letter, records)
     out: list[tuple[str, Union[pd.DataFrame, Path, str]]] = [
-        (name.replace("_", " "), tabs[name].reset_index(drop=True)) for name in analysis_cni.TABLE_NAMES
+        (name.replace("_", " "), tabs[name].reset_index(drop=True)) for name in exp.table_names
         if name != "claims"]
-    out += [(f"figure: {p.stem}", p) for p in analysis_cni.figures(tabs, figures_dir)]
+    out += [(f"figure: {p.stem}", p) for p in exp.figures(tabs, figures_dir, 110)]
     out.append(("claims (holds / contradicted / inconclusive / not testable here)",
                 tabs["claims"].reset_index(drop=True)))
     return out

@@ -17,7 +17,8 @@ from typing import Any, NamedTuple, Optional, Sequence, Union
 import pandas as pd
 
 from nfvlab import results
-from nfvlab.analysis import GOALS, TABLE_NAMES, status_kind
+from nfvlab import experiments
+from nfvlab.analysis import status_kind
 from nfvlab.records import runs_frame
 from nfvlab.stats import VERDICTS
 
@@ -47,43 +48,6 @@ KEY_NAMES = {"data_path": "data path", "link_mtu_bytes": "link MTU [B]", "direct
              "frame_size": "frame size [B]", "instances": "service instances", "nfs": "NFs per instance",
              "goal": "goal", "load_fraction": "load [% of rate]", "claim": "claim", "condition": "condition"}
 
-#: Per experiment: title and the text shown above its tables.
-EXPERIMENTS = {
-    "a": ("Experiment A: networking models x frame sizes (draft Appendix A, Figure 10)",
-          "Zero-loss throughput (NDR, packets/s per direction) of each container networking model, "
-          "mean over repetitions with a 95 % t-interval, and claim A.2 checked with Welch / "
-          "Mann-Whitney tests (Holm-adjusted)."),
-    "b": ("Experiment B: CPU pinning x NUMA alignment with a noisy neighbour (Appendix B, Figure 13)",
-          "NDR at 1518 B of the user-space model (local stand-in for VPP) for each CPU pinning mode "
-          "and NUMA scenario, with the draft's Figure 13 (Gbps) beside. Claims B.2: exclusive > "
-          "shared > none; s1 best while s2 and s4 degrade."),
-    "c": ("Experiment C: networking model combination and multi-pod NUMA (Appendix C, Figures 16, 17)",
-          "NDR of the two-pod chains (user-space only vs direct N-S + user-space E-W) over frame "
-          "sizes and NUMA scenarios, with Figures 16 and 17 beside. Claims C.2: combined > "
-          "user-space only; s1 best, splitting pods across NUMA nodes degrades."),
-    "d": ("Experiment D: NFV service density matrix (seed 001)",
-          "Maximum receive rate (MRR, packets/s per direction) per topology and frame size over "
-          "service instances x NFs per instance, with the density note's published cells beside "
-          "and the cores the note's formula allots each cell next to this host's CPU count."),
-    "e": ("Experiment E: CNI data paths, TCP and HTTP (seed 002)",
-          "Two \"nodes\" (network namespaces) cabled by one link whose MTU is swept, a pod on each, one CNI "
-          "data path between them: direct routing (Calico without a tunnel), VXLAN (Flannel/Cilium-like), "
-          "IPIP where the kernel has it, the SR-IOV analogue (a direct port). TCP goodput with iperf3 (node "
-          "to pod, pod to pod) and HTTP with wrk (5 threads, 10 connections) against nginx in the pod, to "
-          "the pod and to a ClusterIP-style service (nftables DNAT). Segmentation offloads off, so that "
-          "per-packet costs scale with the MTU as on the seed's NIC (`docs/experiment-e.md`). The seed "
-          "publishes figures without tables: only its qualitative claims are compared. Claims use "
-          "Welch's t (orders) and TOST within +/-10 % (\"about equal\", \"barely matters\"), Holm-adjusted."),
-    "f": ("Experiment F: memif vs a tap pod interface, MTU 1500 and 9000 (seed 003)",
-          "A single-core forwarding pod (DPDK testpmd) behind OVS-DPDK (the local stand-in for Calico/VPP) "
-          "with memif interfaces or kernel tap interfaces it reads through the kernel (the seed's tun), "
-          "frame-size scaling at MTU 1500 and 9000 with jumbo frames end to end (`docs/experiment-f.md`). "
-          "The rate is the params' goal (column *goal*): the quick profile's MRR offers a fixed rate "
-          "(`search.max_rate_pps`), so memif's value there is a floor of its capacity; the full profile "
-          "searches the NDR. Frames larger than a cell's MTU are not sent (\"frame too large\"). "
-          "\"Far above\" means at least 2x; \"MTU 9000 better\" compares L2 Gbit/s at the largest frame "
-          "each MTU carries. The seed's Intel DSA figures need hardware this host lacks."),
-}
 #: Captions of the tables (``experiment_<x>_<name>.csv``).
 CAPTIONS = {
     "throughput": "Throughput per model and frame size (this host)",
@@ -101,9 +65,16 @@ CAPTIONS = {
 }
 #: Where experiment A's tables of the Kubernetes lab live (the ``analysis_kubernetes`` stage).
 KUBERNETES_A = "experiment_a_kubernetes"
-#: The records of each table folder: ``<records_dir>/<name>.jsonl``.
-RECORDS = {"a": "experiment_a", "a (Kubernetes)": KUBERNETES_A, "b": "experiment_b", "c": "experiment_c",
-           "d": "experiment_d", "e": "experiment_e", "f": "experiment_f"}
+
+
+def records_names() -> dict[str, str]:
+    """The records of each experiment (and of A on the Kubernetes lab): ``<records_dir>/<name>.jsonl``."""
+    out = {}
+    for letter in experiments.REGISTRY:
+        out[letter] = f"experiment_{letter}"
+        if letter == "a":
+            out["a (Kubernetes)"] = KUBERNETES_A
+    return out
 
 
 class Section(NamedTuple):
@@ -313,7 +284,7 @@ def provenance_table(records_dir: PathLike = "data/raw") -> pd.DataFrame:
     Parameters
     ----------
     records_dir : path
-        Holds ``experiment_<x>.jsonl`` (:data:`RECORDS`).
+        Holds ``experiment_<x>.jsonl`` (:func:`records_names`).
 
     Returns
     -------
@@ -329,7 +300,7 @@ def provenance_table(records_dir: PathLike = "data/raw") -> pd.DataFrame:
         E: "not applicable"). Missing facts read "unknown".
     """
     rows = []
-    for name, stem in RECORDS.items():
+    for name, stem in records_names().items():
         path = Path(records_dir) / f"{stem}.jsonl"
         run = _latest_run(path) if path.exists() else None
         if run is None:
@@ -383,7 +354,7 @@ def claims_table(tables_dir: PathLike = "data/tables") -> pd.DataFrame:
     """
     base = Path(tables_dir)
     frames = []
-    for name, stem in RECORDS.items():
+    for name, stem in records_names().items():
         letter = stem.split("_")[1]
         folder = base / stem if (base / stem).is_dir() else (_own_dir(base, letter) if stem == f"experiment_{letter}"
                                                               else None)
@@ -574,36 +545,38 @@ def _goal_of(table_path: Path) -> str:
 def experiment_sections(letter: str, tables_dir: PathLike, figures_dir: PathLike,
                         records_dir: Optional[PathLike] = None) -> list[Section]:
     """The sections of one experiment: its text and figures, each table formatted, latency, changes, gaps."""
-    title, text = EXPERIMENTS[letter]
+    exp = experiments.get(letter)
+    title, text = exp.title, exp.text
     # The DVC pipeline keeps each experiment's outputs in its own folder (experiment_<x>/).
     tables_dir, fig_dir = _own_dir(Path(tables_dir), letter), _own_dir(Path(figures_dir) / "experiments", letter)
     # Latency figures go with the latency table, the experiment's own figures with its text.
     latency_figures = sorted(fig_dir.glob(f"experiment_{letter}_latency_*.png"))
     figures = [f for f in sorted(fig_dir.glob(f"experiment_{letter}_*.png")) if f not in latency_figures]
-    paths = [tables_dir / f"experiment_{letter}_{name}.csv" for name in TABLE_NAMES[letter]]
+    paths = [tables_dir / f"experiment_{letter}_{name}.csv" for name in exp.table_names]
     if not any(p.exists() for p in paths):
         return [Section(title, f"{text}\n\n*Not run yet*: no `experiment_{letter}_*.csv` in `{tables_dir}`.",
                         None, [])]
     out = [Section(title, text, None, figures)]
-    goal = GOALS[letter] or _goal_of(paths[0])
+    goal = exp.goal or _goal_of(paths[0])
     rate = goal.upper()
     frames = []
-    for name, p in zip(TABLE_NAMES[letter], paths):
+    captions = {**CAPTIONS, **exp.captions}
+    for name, p in zip(exp.table_names, paths):
         if not p.exists():
-            out.append(Section(CAPTIONS[name], f"*Not run yet*: `{p.name}` is missing.", None, []))
+            out.append(Section(captions[name], f"*Not run yet*: `{p.name}` is missing.", None, []))
             continue
         frames.append(_read(p))
         if "goal" in frames[-1].columns and frames[-1]["goal"].nunique(dropna=False) <= 1:
             frames[-1] = frames[-1].drop(columns="goal")  # said once, in the rate's header
         if name == "latency":
             if frames[-1]["mean_ns"].notna().any():
-                out += _table_sections(CAPTIONS[name], latency_text(frames[-1]), f"{letter}_{name}")
+                out += _table_sections(captions[name], latency_text(frames[-1]), f"{letter}_{name}")
                 out[-1] = out[-1]._replace(figures=latency_figures)
             else:
-                out.append(Section(CAPTIONS[name], "*No latency trials* in these records (probes off, or "
+                out.append(Section(captions[name], "*No latency trials* in these records (probes off, or "
                                    "recorded before latency under load).", None, []))
             continue
-        out += _table_sections(CAPTIONS[name], format_table(frames[-1], rate), f"{letter}_{name}")
+        out += _table_sections(captions[name], format_table(frames[-1], rate), f"{letter}_{name}")
     records = _records_dir(tables_dir.parent if tables_dir.name == f"experiment_{letter}" else tables_dir,
                            records_dir) / f"experiment_{letter}.jsonl"
     if records.exists():
@@ -690,7 +663,7 @@ def cni_table_text(table: pd.DataFrame) -> pd.DataFrame:
 
 def cni_sections(tables_dir: PathLike, figures_dir: PathLike) -> list[Section]:
     """Experiment E's sections: text and figures, the TCP and HTTP tables, what could not be built."""
-    title, text = EXPERIMENTS["e"]
+    title, text = experiments.get("e").title, experiments.get("e").text
     tables_dir, fig_dir = _own_dir(Path(tables_dir), "e"), _own_dir(Path(figures_dir) / "experiments", "e")
     tcp, http = tables_dir / "experiment_e_tcp.csv", tables_dir / "experiment_e_http.csv"
     if not (tcp.exists() or http.exists()):
@@ -778,9 +751,9 @@ def sections(tables_dir: PathLike = "data/tables", figures_dir: PathLike = "figu
     """
     rec_dir = _records_dir(tables_dir, records_dir)
     body = _claims_sections(Path(tables_dir))
-    for letter in EXPERIMENTS:
+    for letter, exp in experiments.REGISTRY.items():
         # E measures goodput and request rates with tools, not NDR searches: its own tables.
-        body += (cni_sections(tables_dir, figures_dir) if letter == "e"
+        body += (cni_sections(tables_dir, figures_dir) if exp.kind == "tools"
                  else experiment_sections(letter, tables_dir, figures_dir, rec_dir))
         if letter == "a":
             both = two_labs(tables_dir)

@@ -28,9 +28,9 @@ ENTRIES = {
     "experiment": ["nfvlab.stage"],
     "experiment_kubernetes": ["nfvlab.stage"],
     "experiment_e": ["nfvlab.stage"],
-    "analysis": ["nfvlab.analysis", "nfvlab.notebook_run"],
-    "analysis_kubernetes": ["nfvlab.analysis", "nfvlab.notebook_run"],
-    "analysis_e": ["nfvlab.analysis_cni", "nfvlab.notebook_run"],
+    "analysis": ["nfvlab.experiments", "nfvlab.notebook_run"],
+    "analysis_kubernetes": ["nfvlab.experiments", "nfvlab.notebook_run"],
+    "analysis_e": ["nfvlab.experiments", "nfvlab.notebook_run"],
     "report": ["nfvlab.report", "nfvlab.notebook", "nfvlab.notebook_run"],  # notebooks/report.py finds the root with it
 }
 #: Stages that execute experiment notebooks (their imports are entries too): the foreach

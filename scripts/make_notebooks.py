@@ -23,35 +23,14 @@ from pathlib import Path
 import jupytext
 import nbformat as nbf
 
+from nfvlab import experiments
+
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 #: The py:percent text the stages depend on: cells and their tags, nothing volatile.
 TEXT_FORMAT = {"extension": ".py", "format_name": "percent"}
 TEXT_FILTERS = {"notebook_metadata_filter": "-all", "cell_metadata_filter": "tags,-all"}
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
-INTRO = {
-    "a": ("Experiment A: networking models x frame sizes (draft Appendix A, Figure 10)",
-          "Zero-loss throughput (NDR) of each container networking model over frame sizes, and one-way "
-          "latency under load, on the lab named by the params (the embedded local lab by default)."),
-    "b": ("Experiment B: CPU pinning x NUMA with a noisy neighbour (draft Appendix B, Figure 13)",
-          "One pod on the user-space vSwitch (OVS-DPDK with vhost-user, the local stand-in for the "
-          "draft's VPP) next to a noisy-neighbour pod running stress-ng. CPU pinning none / shared / "
-          "exclusive (the CMK modes) x NUMA scenarios s1..s4, zero-loss throughput at 1518 B."),
-    "c": ("Experiment C: two-pod chains, user-space only vs combined (draft Appendix C, Figures 16 and 17)",
-          "pod1 -> vSwitch -> pod2. User-space only: every pod port is a vhost-user port of OVS-DPDK. "
-          "Combined: north-south traffic on direct ports (the local analogue of SR-IOV VFs), east-west "
-          "through OVS-DPDK. Zero-loss throughput over frame sizes and NUMA scenarios s1..s6."),
-    "d": ("Experiment D: NFV service density (seed 001)",
-          "Service instances x network functions per instance, CNF service chain (csc, snake "
-          "forwarding through the switch) vs CNF service pipeline (csp), MRR at 64 B and IMIX. NFs are "
-          "kernel routers; the worker's router is the switch and spreads flows over instances by ECMP."),
-    "f": ("Experiment F: memif vs a tap pod interface, MTU 1500 and 9000 (seed 003)",
-          "A single-core forwarding pod (DPDK testpmd) behind the user-space vSwitch (OVS-DPDK, the local "
-          "stand-in for Calico/VPP) gets either memif interfaces or kernel tap interfaces it reads through "
-          "the kernel (the seed's tun). Frame-size scaling at MTU 1500 and MTU 9000 (jumbo frames up to "
-          "9018 B end to end; larger-than-MTU frames are skipped with a note). The seed's DSA-offload "
-          "figures need hardware the claims table says this host lacks."),
-}
 NOTE = ("**Local numbers describe this host** (a few vCPUs, veth links, the generator's calibrated "
         "ceiling), never the draft's 40 GbE testbed. Configurations this host cannot realize are "
         "listed with the reason instead of a value.")
@@ -70,7 +49,8 @@ def _parameters(lines: list[str]) -> nbf.NotebookNode:
 
 def experiment(letter: str) -> nbf.NotebookNode:
     """Experiment ``letter``: measure (or not), then its tables, figures and claims."""
-    title, text = INTRO[letter]
+    exp = experiments.get(letter)
+    title, text = exp.notebook_title, exp.notebook_text
     nb = nbf.v4.new_notebook()
     nb.cells = [
         nbf.v4.new_markdown_cell(f"# {title}\n\n{text}\n\n{NOTE}\n\n{RUNNING.format(x=letter)}"),
@@ -99,20 +79,14 @@ def experiment(letter: str) -> nbf.NotebookNode:
 
 
 #: Experiment E (seed 002) has a driver of its own (tool measurements, not searches).
-E_INTRO = ("Experiment E: CNI data paths, TCP and HTTP (seed 002)",
-           "Two \"nodes\" (network namespaces) cabled by one link whose MTU is swept, a pod on each, one CNI "
-           "data path between them: direct routing (Calico without a tunnel), VXLAN (Flannel/Cilium-like), IPIP "
-           "where the kernel has it, and the SR-IOV analogue (a direct port). TCP goodput with iperf3 (node to "
-           "pod, pod to pod) and HTTP with wrk (5 threads, 10 connections) against nginx in the pod, pod to pod, "
-           "host to pod and host to a ClusterIP-style service (nftables DNAT). Segmentation offloads are off "
-           "unless the params say otherwise (docs/experiment-e.md).")
 E_NOTE = ("**Local numbers describe this host** (2 vCPUs, veth links), never the seed's Arm testbed. Data paths "
           "this host cannot build are listed with the reason instead of a value.")
 
 
 def experiment_e() -> nbf.NotebookNode:
     nb = nbf.v4.new_notebook()
-    title, text = E_INTRO
+    exp = experiments.get("e")
+    title, text = exp.notebook_title, exp.notebook_text
     nb.cells = [
         nbf.v4.new_markdown_cell(f"# {title}\n\n{text}\n\n{E_NOTE}\n\n{RUNNING.format(x='e')}"),
         _parameters([
@@ -199,8 +173,9 @@ def report() -> nbf.NotebookNode:
 
 def notebooks() -> dict[str, nbf.NotebookNode]:
     """Name -> notebook, every notebook of notebooks/."""
-    out = {f"experiment_{x}": experiment(x) for x in INTRO}
-    out["experiment_e"] = experiment_e()
+    # a tool experiment (E) has a notebook of its own; the others share one form
+    out = {f"experiment_{x}": experiment_e() if exp.kind == "tools" else experiment(x)
+           for x, exp in experiments.REGISTRY.items()}
     out["reference"] = reference()
     out["report"] = report()
     for nb in out.values():

@@ -45,6 +45,13 @@ def lab_residue() -> dict:
 NO_RESIDUE = {"namespaces": [], "state_files": [], "generator_pids": [], "other": []}
 
 
+def pytest_collection_modifyitems(items):
+    # A test that starts from a clean host uses the lab: `-m "not lab"` leaves it out.
+    for item in items:
+        if "clean_host" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.lab)
+
+
 @pytest.fixture
 def clean_host():
     """Start from, and insist on ending with, a host without lab residue.

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from nfvlab import analysis, results, stats
+from nfvlab import analysis, experiments, results, stats
 from nfvlab.records import RecordWriter
 from nfvlab.search import SyntheticDut, rfc2544_search
 
@@ -32,7 +32,7 @@ def test_table_has_stats_per_model_and_a_distinct_row_for_each_kind_of_missing_c
     p = tmp_path / "a.jsonl"
     write(p, {"linux-bridge": 90_000, "macvlan": 140_000}, not_realizable=[("vpp", "real lab only")],
           failed=[(("ebpf-tc", 64), "even the minimum rate lost frames")])
-    t = analysis.tables("a", p, ["linux-bridge", "macvlan", "vpp", "ebpf-tc", "ebpf-xdp"])["throughput"]
+    t = experiments.tables("a", p, ["linux-bridge", "macvlan", "vpp", "ebpf-tc", "ebpf-xdp"])["throughput"]
     lb = t[t["model"] == "linux-bridge"].iloc[0]
     assert lb["status"] == "measured" and lb["n"] == 6 and lb["section"] == "4.1.1"
     assert lb["mean_pps"] == pytest.approx(90_000, rel=0.01)
@@ -63,7 +63,7 @@ A2 = "A.2: smartnic-direct > ovs-dpdk-vhost > ovs-afxdp"
 def test_claim_a2_verdicts_on_known_orders(tmp_path, caps, expect):
     p = tmp_path / "a.jsonl"
     write(p, caps)
-    claims = analysis.tables("a", p, list(caps))["claims"]
+    claims = experiments.tables("a", p, list(caps))["claims"]
     assert len(claims) == 2 and list(claims.columns) == analysis.CLAIM_COLUMNS
     row = claims[claims["claim"].str.startswith(A2)].iloc[0]
     assert row["verdict"] == expect
@@ -80,14 +80,14 @@ def test_too_few_repetitions_make_a_true_order_inconclusive_not_a_verdict(tmp_pa
     p = tmp_path / "a.jsonl"
     caps = {"smartnic-direct": 200_000, "ovs-dpdk-vhost": 120_000, "ovs-afxdp": 60_000}
     write(p, caps, reps=2)
-    row = analysis.tables("a", p, list(caps))["claims"].iloc[0]
+    row = experiments.tables("a", p, list(caps))["claims"].iloc[0]
     assert row["verdict"] == "inconclusive" and row["n"] == 2  # Holm over 2 pairs at n = 2 cannot reach 0.05
 
 
 def test_claim_a2_not_testable_names_the_missing_models(tmp_path):
     p = tmp_path / "a.jsonl"
     write(p, {"linux-bridge": 90_000}, not_realizable=[("smartnic-direct", "not yet implemented")])
-    claims = analysis.tables("a", p, ["linux-bridge", "smartnic-direct"])["claims"]
+    claims = experiments.tables("a", p, ["linux-bridge", "smartnic-direct"])["claims"]
     assert (claims["verdict"] == "not testable").all()
     assert "smartnic-direct: not realizable: not yet implemented" in claims["detail"].iloc[0]
 
@@ -95,7 +95,7 @@ def test_claim_a2_not_testable_names_the_missing_models(tmp_path):
 def test_metrics_count_every_verdict(tmp_path):
     p = tmp_path / "a.jsonl"
     write(p, {"smartnic-direct": 200_000, "afxdp-cni": 190_000, "ovs-dpdk-vhost": 120_000, "ovs-afxdp": 60_000})
-    m = analysis.metrics_values("a", analysis.tables("a", p))
+    m = experiments.get("a").metrics(experiments.tables("a", p))
     assert {k: v for k, v in m.items() if k.startswith("claims/")} == {
         "claims/holds": 2, "claims/contradicted": 0, "claims/inconclusive": 0, "claims/not_testable": 0}
     assert set(stats.VERDICTS) == {"holds", "contradicted", "inconclusive", "not testable"}
@@ -107,7 +107,7 @@ def test_outputs_are_byte_identical_when_rewritten(tmp_path):
           failed=[(("ebpf-tc", 64), "lost frames at the minimum rate")])
     outs = []
     for d in ("one", "two"):
-        paths = analysis.write_experiment("a", p, ["linux-bridge", "macvlan", "vpp", "ebpf-tc"], tmp_path / d / "t",
+        paths = experiments.write_experiment("a", p, ["linux-bridge", "macvlan", "vpp", "ebpf-tc"], tmp_path / d / "t",
                                           tmp_path / d / "f", tmp_path / d / "m.json")
         outs.append([x.read_bytes() for x in paths])
     assert outs[0] == outs[1]
@@ -175,17 +175,17 @@ def _latency_records(path, scales):
 def test_latency_table_and_spectrum_figures_from_histograms(tmp_path):
     scales = {(f, rep): int((1 + 4 * f) * (10 + rep)) for f in (0.0, 0.5) for rep in range(3)}
     p = _latency_records(tmp_path / "a.jsonl", scales)
-    t = analysis.tables("a", p, ["macvlan"])["latency"]
+    t = experiments.tables("a", p, ["macvlan"])["latency"]
     assert list(t.columns[:5]) == ["model", "frame_size", "goal", "load_fraction", "percentile"]
     assert len(t) == 2 * 5 and (t["n"] == 3).all()
     row = t[(t["load_fraction"] == 0.5) & (t["percentile"] == "p99")].iloc[0]
     expect = [9900 * scales[(0.5, rep)] for rep in range(3)]
     assert row["mean_ns"] == pytest.approx(np.mean(expect), rel=1e-3)
     assert row["sd_ns"] == pytest.approx(np.std(expect, ddof=1), rel=1e-2)
-    paths = analysis.write_experiment("a", p, ["macvlan"], tmp_path / "t", tmp_path / "f", tmp_path / "m.json")
+    paths = experiments.write_experiment("a", p, ["macvlan"], tmp_path / "t", tmp_path / "f", tmp_path / "m.json")
     names = [x.name for x in paths]
     assert "experiment_a_latency.csv" in names and "experiment_a_latency_macvlan.png" in names
-    again = analysis.write_experiment("a", p, ["macvlan"], tmp_path / "t2", tmp_path / "f2", tmp_path / "m2.json")
+    again = experiments.write_experiment("a", p, ["macvlan"], tmp_path / "t2", tmp_path / "f2", tmp_path / "m2.json")
     assert [x.read_bytes() for x in paths] == [x.read_bytes() for x in again]
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from nfvlab import analysis, reference
+from nfvlab import experiments, reference
 from nfvlab.records import RecordWriter
 
 B_NOT_REALIZABLE = "NUMA scenario needs 2 NUMA nodes (this host has 1)"
@@ -48,7 +48,7 @@ def claim(claims, text, condition):
 
 def test_b_table_values_and_published_beside(tmp_path):
     p = b_records(tmp_path / "b.jsonl", {"exclusive": 100_000, "shared": 90_000, "none": 80_000})
-    t = analysis.tables("b", p, ["ovs-dpdk-vhost"])["pinning_numa"]
+    t = experiments.tables("b", p, ["ovs-dpdk-vhost"])["pinning_numa"]
     assert len(t) == 12
     row = t[(t["pinning"] == "shared") & (t["numa"] == "s1")].iloc[0]
     assert row["status"] == "measured" and row["n"] == 6
@@ -68,7 +68,7 @@ def test_b_table_values_and_published_beside(tmp_path):
 ])
 def test_b_pinning_claim_holds_or_not(tmp_path, means, expect):
     p = b_records(tmp_path / "b.jsonl", means)
-    c = analysis.tables("b", p, ["ovs-dpdk-vhost"])["claims"]
+    c = experiments.tables("b", p, ["ovs-dpdk-vhost"])["claims"]
     row = claim(c, "B.2: exclusive > shared > none", "ovs-dpdk-vhost, numa=s1, 1518 B")
     assert len(row) == 1 and row["verdict"].iloc[0] == expect
     # s2..s4 not realizable: the NUMA claim is not testable, with the reason
@@ -80,7 +80,7 @@ def test_b_pinning_claim_holds_or_not(tmp_path, means, expect):
 @pytest.mark.parametrize("shared,none,expect", [(90_000, 80_000, "holds"), (80_000, 90_000, "contradicted")])
 def test_b_exclusive_missing_is_not_testable_and_the_sub_order_is_judged(tmp_path, shared, none, expect):
     p = b_records(tmp_path / "b.jsonl", {"shared": shared, "none": none})
-    c = analysis.tables("b", p, ["ovs-dpdk-vhost"])["claims"]
+    c = experiments.tables("b", p, ["ovs-dpdk-vhost"])["claims"]
     rows = claim(c, "B.2: exclusive > shared > none", "ovs-dpdk-vhost, numa=s1, 1518 B")
     assert len(rows) == 2
     full, part = rows.iloc[0], rows.iloc[1]
@@ -92,7 +92,7 @@ def test_b_exclusive_missing_is_not_testable_and_the_sub_order_is_judged(tmp_pat
 
 def test_b_numa_claim_when_all_scenarios_are_measured(tmp_path):
     p = b_records(tmp_path / "b.jsonl", {"shared": 90_000, "none": 80_000}, numa=("s1", "s2", "s3", "s4"))
-    c = analysis.tables("b", p, ["ovs-dpdk-vhost"])["claims"]
+    c = experiments.tables("b", p, ["ovs-dpdk-vhost"])["claims"]
     row = claim(c, "B.2: s1 best", "ovs-dpdk-vhost, pinning=shared, 1518 B")
     assert len(row) == 1 and row["verdict"].iloc[0] == "holds"  # s2..s4 at half of s1
 
@@ -109,7 +109,7 @@ def c_records(path, combined, userspace, sizes=(64, 512, 1518)):
 @pytest.mark.parametrize("combined,userspace,expect", [(120_000, 100_000, "holds"), (100_000, 120_000, "contradicted")])
 def test_c_combined_beats_userspace(tmp_path, combined, userspace, expect):
     p = c_records(tmp_path / "c.jsonl", combined, userspace)
-    tabs = analysis.tables("c", p, ["chain-userspace", "chain-combined"])
+    tabs = experiments.tables("c", p, ["chain-userspace", "chain-combined"])
     comb = tabs["combination"]
     assert len(comb) == 6 and (comb["status"] == "measured").all()
     r = comb[(comb["model"] == "chain-combined") & (comb["frame_size"] == 512)].iloc[0]
@@ -138,7 +138,7 @@ D_MEANS = {("csc", 64, 1, 1): 50_000, ("csc", 64, 1, 2): 40_000, ("csc", 64, 2, 
 
 def test_d_matrix_equals_synthetic_means_with_published_and_cores_beside(tmp_path):
     p = d_records(tmp_path / "d.jsonl", D_MEANS)
-    t = analysis.tables("d", p)["mrr"]
+    t = experiments.tables("d", p)["mrr"]
     assert len(t) == 2 * 2 * 2 * 2  # topology x frame size x instances x nfs
     for (topo, fs, i, n), v in D_MEANS.items():
         r = t[(t["topology"] == topo) & (t["frame_size"] == fs) & (t["instances"] == i) & (t["nfs"] == n)].iloc[0]
@@ -167,18 +167,18 @@ def test_writes_are_byte_identical_and_named(tmp_path, letter):
      "d": lambda: d_records(rec, D_MEANS)}[letter]()
     outs = []
     for d in ("one", "two"):
-        paths = analysis.write_experiment(letter, rec, None, tmp_path / d / "t", tmp_path / d / "f",
+        paths = experiments.write_experiment(letter, rec, None, tmp_path / d / "t", tmp_path / d / "f",
                                           tmp_path / d / "m.json")
         outs.append({x.name: x.read_bytes() for x in paths})
     assert outs[0] == outs[1]
     names = set(outs[0])
-    assert {f"experiment_{letter}_{n}.csv" for n in analysis.TABLE_NAMES[letter]} <= names
+    assert {f"experiment_{letter}_{n}.csv" for n in experiments.get(letter).table_names} <= names
     assert any(n.endswith(".png") for n in names) and "m.json" in names
 
 
 def test_unknown_letter_is_rejected(tmp_path):
-    with pytest.raises(ValueError, match="use one of"):
-        analysis.tables("e", tmp_path / "x.jsonl")
+    with pytest.raises(ValueError, match="'z': use one of a, b, c, d, e, f"):
+        experiments.tables("z", tmp_path / "x.jsonl")
 
 
 def test_cli_analyze_b_writes_outputs_and_rejects_bad_input(tmp_path, capsys):
@@ -201,6 +201,5 @@ def test_cli_analyze_b_writes_outputs_and_rejects_bad_input(tmp_path, capsys):
         assert cli.main(args[:5] + [str(tmp_path / "bad.jsonl")] + args[6:]) == 2
         err = capsys.readouterr().err
         assert err.startswith("nfvlab: error: --records") and err.count("\n") == 1
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["analyze", "g", "--params", str(params), "--records", str(rec), "--metrics", "m.json"])
-    assert exc.value.code == 2
+    assert cli.main(["analyze", "g", "--params", str(params), "--records", str(rec), "--metrics", "m.json"]) == 2
+    assert capsys.readouterr().err == "nfvlab: error: experiment 'g': use one of a, b, c, d, e, f\n"

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats as st
 
-from nfvlab import analysis, analysis_cni, stats
+from nfvlab import analysis, analysis_cni, experiments, stats
 from nfvlab.records import RecordWriter
 
 REPS = 3
@@ -149,8 +149,8 @@ def test_equivalence_is_inconclusive_when_the_noise_is_wider_than_the_margin():
 
 def test_write_experiment_is_deterministic_and_its_metrics_count_the_verdicts(tmp_path):
     records = write_records(tmp_path / "e.jsonl", seed_world)
-    first = analysis_cni.write_experiment(records, tmp_path / "t1", tmp_path / "f1", tmp_path / "m1.json")
-    second = analysis_cni.write_experiment(records, tmp_path / "t2", tmp_path / "f2", tmp_path / "m2.json")
+    first = experiments.write_experiment("e", records, None, tmp_path / "t1", tmp_path / "f1", tmp_path / "m1.json")
+    second = experiments.write_experiment("e", records, None, tmp_path / "t2", tmp_path / "f2", tmp_path / "m2.json")
     assert [p.name for p in first] == ["experiment_e_tcp.csv", "experiment_e_http.csv",
                                        "experiment_e_not_realizable.csv", "experiment_e_claims.csv",
                                        "experiment_e_tcp_goodput.png", "experiment_e_http_requests.png", "m1.json"]

@@ -4,10 +4,11 @@ import json
 import numpy as np
 import pytest
 
-from nfvlab import analysis, linerate
+from nfvlab import analysis, experiments, linerate
+from nfvlab.experiments import f as exp_f
 from nfvlab.records import RecordWriter
 
-MEMIF, TAP = analysis.F_MEMIF, analysis.F_TAP
+MEMIF, TAP = exp_f.F_MEMIF, exp_f.F_TAP
 SIZES = {1500: (64, 1518), 9000: (64, 1518, 9018)}
 
 
@@ -46,7 +47,7 @@ def claim(claims, text, condition):
 
 def test_throughput_table_values_gbps_and_frame_too_large(tmp_path):
     p = f_records(tmp_path / "f.jsonl", grid(400_000), grid(100_000))
-    t = analysis.tables("f", p, [MEMIF, TAP])["throughput"]
+    t = experiments.tables("f", p, [MEMIF, TAP])["throughput"]
     assert len(t) == 2 * 2 * 3  # model x MTU x frame size
     row = t[(t["model"] == MEMIF) & (t["mtu_bytes"] == 9000) & (t["frame_size"] == 9018)].iloc[0]
     assert row["status"] == "measured" and row["n"] == 6 and row["goal"] == "mrr"
@@ -62,7 +63,7 @@ def test_throughput_table_values_gbps_and_frame_too_large(tmp_path):
 @pytest.mark.parametrize("ratio,expect", [(3.0, "holds"), (1.5, "contradicted"), (2.0, "inconclusive")])
 def test_memif_far_above_tap_is_judged_against_twice_tap(tmp_path, ratio, expect):
     p = f_records(tmp_path / "f.jsonl", grid(100_000 * ratio), grid(100_000))
-    c = analysis.tables("f", p, [MEMIF, TAP])["claims"]
+    c = experiments.tables("f", p, [MEMIF, TAP])["claims"]
     for mtu, sizes in SIZES.items():
         for fs in sizes:
             row = claim(c, "seed 003: memif far above tap", f"MTU {mtu}, {fs} B")
@@ -77,7 +78,7 @@ def test_mtu_9000_better_for_large_frames_in_gbps(tmp_path, jumbo_pps, expect):
     # At MTU 1500, 1518 B: 100 kpps = 1.21 Gbit/s; at MTU 9000, 9018 B: 20 kpps = 1.44, 5 kpps = 0.36.
     means = grid(lambda m, fs: jumbo_pps if fs == 9018 else 100_000)
     p = f_records(tmp_path / "f.jsonl", means, means)
-    c = analysis.tables("f", p, [MEMIF, TAP])["claims"]
+    c = experiments.tables("f", p, [MEMIF, TAP])["claims"]
     for model in (MEMIF, TAP):
         row = claim(c, "seed 003: MTU 9000 better than 1500", model)
         assert len(row) == 1 and row["verdict"].iloc[0] == expect, row.to_dict("records")
@@ -89,14 +90,14 @@ def test_mtu_9000_better_for_large_frames_in_gbps(tmp_path, jumbo_pps, expect):
                                         (2, "2 DSA device(s) present")])
 def test_dsa_offload_claim_is_not_testable_and_says_why(tmp_path, dsa, expect):
     p = f_records(tmp_path / "f.jsonl", grid(300_000), grid(100_000), dsa=dsa)
-    row = claim(analysis.tables("f", p, [MEMIF, TAP])["claims"], analysis.DSA_CLAIM, "all sizes")
+    row = claim(experiments.tables("f", p, [MEMIF, TAP])["claims"], exp_f.DSA_CLAIM, "all sizes")
     assert len(row) == 1 and row["verdict"].iloc[0] == "not testable"
     assert expect in row["detail"].iloc[0]
 
 
 def test_claims_use_the_claim_columns_and_tap_missing_is_not_testable(tmp_path):
     p = f_records(tmp_path / "f.jsonl", grid(300_000), {})
-    c = analysis.tables("f", p, [MEMIF, TAP])["claims"]
+    c = experiments.tables("f", p, [MEMIF, TAP])["claims"]
     assert list(c.columns) == analysis.CLAIM_COLUMNS
     row = claim(c, "seed 003: memif far above tap", "MTU 9000, 64 B")
     assert row["verdict"].tolist() == ["not testable"] and f"{TAP} x2: not measured" in row["detail"].iloc[0]
@@ -104,7 +105,7 @@ def test_claims_use_the_claim_columns_and_tap_missing_is_not_testable(tmp_path):
 
 def test_write_experiment_f_tables_figure_metrics(tmp_path):
     p = f_records(tmp_path / "f.jsonl", grid(300_000), grid(100_000), goal="ndr")
-    paths = analysis.write_experiment("f", p, [MEMIF, TAP], tmp_path / "t", tmp_path / "fig", tmp_path / "m.json")
+    paths = experiments.write_experiment("f", p, [MEMIF, TAP], tmp_path / "t", tmp_path / "fig", tmp_path / "m.json")
     names = {x.name for x in paths}
     assert {"experiment_f_throughput.csv", "experiment_f_claims.csv", "experiment_f_latency.csv",
             "experiment_f_throughput.png"} <= names

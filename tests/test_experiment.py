@@ -97,9 +97,9 @@ def test_a_failed_search_is_recorded_with_its_reason_and_shown_as_failed(clean_h
     assert R.searches_frame(rec).empty
     notes = [r for r in read_records(rec) if r["type"] == "note"]
     assert [n["labels"]["kind"] for n in notes] == ["search-failed"]
-    from nfvlab import analysis
+    from nfvlab import experiments
 
-    table = analysis.tables("a", rec, ["macvlan"])["throughput"]
+    table = experiments.tables("a", rec, ["macvlan"])["throughput"]
     assert table["status"].iloc[0].startswith("search failed: ") and table["n"].iloc[0] == 0
     assert lab_residue() == NO_RESIDUE
 

@@ -116,11 +116,11 @@ def test_experiment_notebook_from_notebooks_shows_tables_figures_and_claims_last
 
 
 def test_report_notebook_started_in_notebooks_finds_the_tables(tmp_path):
-    from nfvlab import analysis
+    from nfvlab import experiments
 
     root = _scratch(tmp_path)
     records = _synthetic_a(root)
-    analysis.write_experiment("a", records, ["macvlan"], root / "data/tables/experiment_a",
+    experiments.write_experiment("a", records, ["macvlan"], root / "data/tables/experiment_a",
                               root / "figures/experiments/experiment_a", root / "metrics/experiment_a.json")
     out = tmp_path / "report.ipynb"
     r = _guarded(root / "notebooks/report.py", out, cwd=tmp_path)

@@ -240,23 +240,24 @@ def test_interval_bars_never_reach_below_zero():
 
 
 def test_experiment_d_heatmaps_share_one_colour_scale(tmp_path):
-    from nfvlab import analysis
+    from nfvlab import experiments
+    from nfvlab.experiments import d as exp_d
     from test_analysis_bcd import D_MEANS, d_records
 
-    tabs = analysis.tables("d", d_records(tmp_path / "d.jsonl", D_MEANS))
+    tabs = experiments.tables("d", d_records(tmp_path / "d.jsonl", D_MEANS))
     seen = []
-    real_heatmap = analysis.matrix_heatmap
+    real_heatmap = exp_d.matrix_heatmap
 
     def spy(*args, **kwargs):
         ax = real_heatmap(*args, **kwargs)
         seen.append((ax.collections[0].norm.vmin, ax.collections[0].norm.vmax))
         return ax
 
-    analysis.matrix_heatmap = spy
+    exp_d.matrix_heatmap = spy
     try:
-        paths = analysis.figures_d(tabs, tmp_path)
+        paths = exp_d.figures_d(tabs, tmp_path)
     finally:
-        analysis.matrix_heatmap = real_heatmap
+        exp_d.matrix_heatmap = real_heatmap
     assert len(paths) == len(seen) == 4
     # One scale for all four: 0 to the largest mean (about 50 kpps), not each panel's own range.
     top = tabs["mrr"]["mean_pps"].max() / 1e3

@@ -15,7 +15,7 @@ import papermill as pm
 import pytest
 from scipy import stats as st
 
-from nfvlab import analysis, report
+from nfvlab import experiments, report
 from nfvlab.records import RecordWriter
 from test_analysis_bcd import D_MEANS, b_records, c_records, d_records
 
@@ -58,7 +58,7 @@ def build_outputs(root: Path, a_noise: float = 0.002) -> Path:
     d_records(raw / "experiment_d.jsonl", D_MEANS)
     models = {"a": ["linux-bridge", "macvlan", "vpp"]}
     for letter in "abcd":
-        analysis.write_experiment(letter, raw / f"experiment_{letter}.jsonl", models.get(letter),
+        experiments.write_experiment(letter, raw / f"experiment_{letter}.jsonl", models.get(letter),
                                   root / "tables" / f"experiment_{letter}",
                                   root / "figures" / "experiments" / f"experiment_{letter}",
                                   root / "metrics" / f"experiment_{letter}.json")
@@ -246,7 +246,7 @@ def test_two_labs_table_puts_the_same_scenarios_side_by_side(tmp_path):
         rec = tmp_path / f"{sub}.jsonl"
         write(rec, caps, not_realizable=[("smartnic-direct", "on this cluster: no free NIC")]
               if sub.endswith("kubernetes") else ())
-        analysis.write_experiment("a", rec, ["macvlan", "smartnic-direct"], tmp_path / "tables" / sub,
+        experiments.write_experiment("a", rec, ["macvlan", "smartnic-direct"], tmp_path / "tables" / sub,
                                   tmp_path / "figures" / sub, tmp_path / f"{sub}.json")
     both = report.two_labs(tmp_path / "tables")
     mv = both[both["model"] == "macvlan"].iloc[0]
@@ -272,12 +272,11 @@ def test_contents_links_match_the_heading_ids_nbconvert_writes():
 def test_experiment_e_section_shows_goodput_and_requests_with_intervals_and_the_ipip_reason(tmp_path):
     from test_analysis_cni import IPIP_WHY, REPS, seed_world, write_records
 
-    from nfvlab import analysis_cni
 
     raw = tmp_path / "raw"
     raw.mkdir()
     write_records(raw / "experiment_e.jsonl", seed_world)
-    analysis_cni.write_experiment(raw / "experiment_e.jsonl", tmp_path / "tables" / "experiment_e",
+    experiments.write_experiment("e", raw / "experiment_e.jsonl", None, tmp_path / "tables" / "experiment_e",
                                   tmp_path / "figures" / "experiments" / "experiment_e", tmp_path / "m.json")
     secs = report.sections(tmp_path / "tables", tmp_path / "figures", raw)
     head = _section(secs, "Experiment E:")
@@ -309,7 +308,7 @@ def test_experiment_f_section_names_its_goal_mtu_and_the_frames_not_sent(tmp_pat
     raw = tmp_path / "raw"
     raw.mkdir()
     f_records(raw / "experiment_f.jsonl", grid(60_000), grid(20_000), reps=3, noise=0.0)
-    analysis.write_experiment("f", raw / "experiment_f.jsonl", None, tmp_path / "tables" / "experiment_f",
+    experiments.write_experiment("f", raw / "experiment_f.jsonl", None, tmp_path / "tables" / "experiment_f",
                               tmp_path / "figures" / "experiments" / "experiment_f", tmp_path / "m.json")
     secs = report.sections(tmp_path / "tables", tmp_path / "figures", raw)
     head = _section(secs, "Experiment F:")

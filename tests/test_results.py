@@ -63,7 +63,7 @@ def test_rfc9971_columns_and_records_written_before_them(tmp_path):
 
 def test_provenance_comes_from_the_run_that_counts_not_the_last_written(tmp_path):
     # The host facts an analysis reads (CPUs, devices) must describe the run its numbers come from.
-    from nfvlab import analysis
+    from nfvlab.experiments import d as exp_d
 
     p = tmp_path / "raw.jsonl"
     with RecordWriter(p, "exp", {"x": 1}, provenance={"cpu_count": 3}) as rec:
@@ -72,7 +72,7 @@ def test_provenance_comes_from_the_run_that_counts_not_the_last_written(tmp_path
         with RecordWriter(p, "exp", {"x": 1}, provenance={"cpu_count": 64}):
             raise RuntimeError("killed midway")
     assert R.run_provenance(p)["cpu_count"] == 3
-    assert analysis.host_cpus(p) == 3
+    assert exp_d.host_cpus(p) == 3
     empty = tmp_path / "empty.jsonl"
     empty.touch()
     assert R.run_provenance(empty) == {}

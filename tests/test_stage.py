@@ -31,6 +31,7 @@ def tiny_params(tmp_path, **changes):
 
 @pytest.mark.parametrize("args, says", [
     (["b", "--params", "params/quick/experiment_a.yaml"], "is not experiment b's params"),
+    (["ab", "--params", "params/quick/experiment_a.yaml"], "experiment 'ab': give its letter"),
     (["a", "--params", "params/quick/experiment_a.yaml", "--local-cluster"],
      "--local-cluster: params/lab.yaml: kind is 'embedded'"),
     (["e", "--params", "params/quick/experiment_e.yaml", "--local-cluster"], "experiment e runs on the embedded"),
