@@ -149,16 +149,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
     ex = sub.add_parser("experiment", help="measure an experiment (records only)").add_subparsers(
         dest="exp_cmd", required=True)
-    er = ex.add_parser("run", help="measure an experiment's grid into a records file (resumes an "
-                                   "interrupted run of the same params and code)")
-    er.add_argument("experiment", help="the experiment's letter (a, b, ...)")
-    er.add_argument("--params", type=Path, required=True, help="the experiment's params file")
-    er.add_argument("--records", type=Path, required=True, help="records file (appended to)")
-    er.add_argument("--lab-profile", type=Path, default=Path("params/lab.yaml"), metavar="FILE",
-                    help="lab profile (default params/lab.yaml; not used by e)")
-    er.add_argument("--local-cluster", action="store_true",
-                    help="run the kubernetes lab on the local single-node cluster, started for this run "
-                         "(where it cannot run, every configuration is recorded as not realizable)")
+    er = ex.add_parser("run", help="measure an experiment's grid into a records file (see "
+                                   "`nfvlab experiment run --help`)", add_help=False)
+    er.add_argument("args", nargs=argparse.REMAINDER)
 
     cl = sub.add_parser("cluster", help="the local single-node Kubernetes cluster (root)", add_help=False)
     cl.add_argument("args", nargs=argparse.REMAINDER)
@@ -606,19 +599,6 @@ def _run_notebook(a) -> int:
     return 0
 
 
-def cmd_experiment(a) -> int:
-    from nfvlab import stage
-
-    if not a.params.is_file():
-        raise CliError(f"--params {a.params}: no such file")
-    if a.experiment != "e" and not a.lab_profile.is_file():
-        raise CliError(f"--lab-profile {a.lab_profile}: no such file")
-    _check_outputs(records=(a.records, "file"))
-    run_id = stage.run(a.experiment, a.params, a.records, lab_file=a.lab_profile, local_cluster=a.local_cluster)
-    print(f"{a.records}: run {run_id}" if run_id else f"{a.records}: nothing realizable here (see its notes)")
-    return 0
-
-
 def cmd_cluster(a) -> int:
     from nfvlab.labs.kubernetes import local_cluster
 
@@ -646,7 +626,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     from nfvlab.system.build import BuildError
     from nfvlab.traffic import GeneratorError
 
-    a = _build_parser().parse_args(argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:2] == ["experiment", "run"]:  # its own command line (what the DVC stages run), help included
+        from nfvlab import stage
+
+        return stage.main(args[2:], prog="nfvlab experiment run")
+    a = _build_parser().parse_args(args)
     from nfvlab.system.hostlock import lock_wait_s
 
     try:
@@ -656,7 +641,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return EXIT_BAD_INPUT
     handler = {"lab": cmd_lab, "trial": cmd_trial, "search": cmd_search,
                "calibrate": cmd_calibrate, "analyze": cmd_analyze, "figures": cmd_figures,
-               "experiment": cmd_experiment, "cluster": cmd_cluster}[a.cmd]
+               "cluster": cmd_cluster}[a.cmd]
     try:
         return handler(a)
     except (CliError, P.ParamsError, InputError, LabError, BuildError, LabBusy, CniConfigError) as err:

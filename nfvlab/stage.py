@@ -2,17 +2,21 @@
 
     nfvlab experiment run a --params params/quick/experiment_a.yaml --records data/raw/experiment_a.jsonl
     nfvlab experiment run a --params ... --lab-profile params/lab.kubernetes.yaml --local-cluster ...
+    python -m nfvlab.stage a --params ... --records ...      # the same, as the DVC stages run it
 
 Measuring is apart from analysing: this module (what the pipeline's measurement
 stages run) imports no analysis, plot, report or notebook code, so an edit there
 re-runs only the analysis and report stages (import contract in pyproject.toml,
-staleness test in tests/test_pipeline.py). With ``local_cluster`` the Kubernetes
+staleness test in tests/test_pipeline.py); the DVC stages run it as ``python -m
+nfvlab.stage`` so that not even an edit to the ``nfvlab`` command line re-measures. With ``local_cluster`` the Kubernetes
 lab runs on the local single-node cluster (:mod:`nfvlab.labs.kubernetes.local_cluster`),
 started for the run and stopped after it; where that cluster cannot run here, every
 configuration is recorded as not realizable with the reason, never measured elsewhere.
 """
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 from typing import Optional, Union
 
@@ -22,7 +26,6 @@ from nfvlab.measure import InputError
 from nfvlab.records import RecordWriter
 
 PathLike = Union[str, Path]
-
 
 
 def run(letter: str, params_file: PathLike, records: PathLike, *, lab_file: Optional[PathLike] = "params/lab.yaml",
@@ -71,3 +74,57 @@ def record_not_realizable(p: P.ExperimentParams, records: PathLike, reason: str,
                 for numa in p.resources.numa:
                     rec.note(f"not realizable: {reason}", kind="not-realizable", model=m, pinning=pin, numa=numa)
     print(f"nfvlab: {reason}; every configuration recorded as not realizable")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, as the nfvlab command's own errors
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def main(argv: Optional[list[str]] = None, prog: str = "python -m nfvlab.stage") -> int:
+    """The measurement stage's command line; one line and exit code 2 for bad input, 1 for a
+    failed measurement, 130 after an interrupt (the lab torn down)."""
+    from nfvlab.labs import LabError, Terminated
+    from nfvlab.labs.embedded.state import LabBusy
+    from nfvlab.records import RecordWriteError
+    from nfvlab.scenario.cni import CniConfigError
+    from nfvlab.search import SearchError
+    from nfvlab.system.build import BuildError
+    from nfvlab.system.paths import output_problem
+    from nfvlab.traffic import GeneratorError
+
+    ap = _Parser(prog=prog, description="measure an experiment's grid into a records file "
+                                 "(resumes an interrupted run of the same params and measuring code)")
+    ap.add_argument("experiment", help="the experiment's letter (a, b, ...)")
+    ap.add_argument("--params", type=Path, required=True, help="the experiment's params file")
+    ap.add_argument("--records", type=Path, required=True, help="records file (appended to)")
+    ap.add_argument("--lab-profile", type=Path, default=Path("params/lab.yaml"), metavar="FILE",
+                    help="lab profile (default params/lab.yaml; not used by e)")
+    ap.add_argument("--local-cluster", action="store_true",
+                    help="run the kubernetes lab on the local single-node cluster, started for this run "
+                         "(where it cannot run, every configuration is recorded as not realizable)")
+    a = ap.parse_args(argv)
+    try:
+        if not a.params.is_file():
+            raise InputError(f"--params {a.params}: no such file")
+        if a.experiment != "e" and not a.lab_profile.is_file():
+            raise InputError(f"--lab-profile {a.lab_profile}: no such file")
+        problem = output_problem(a.records, "file")
+        if problem:
+            raise InputError(f"--records {problem}")
+        run_id = run(a.experiment, a.params, a.records, lab_file=a.lab_profile, local_cluster=a.local_cluster)
+    except (P.ParamsError, InputError, LabError, BuildError, LabBusy, CniConfigError) as err:
+        print(f"nfvlab: error: {err}", file=sys.stderr)
+        return 2
+    except (GeneratorError, SearchError, RecordWriteError) as err:
+        print(f"nfvlab: failed: {err}", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, Terminated):
+        print("nfvlab: interrupted; the lab was torn down", file=sys.stderr)
+        return 130
+    print(f"{a.records}: run {run_id}" if run_id else f"{a.records}: nothing realizable here (see its notes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -37,8 +37,8 @@ ENTRIES = {
 #: items of a stage, or the notebooks it runs.
 NOTEBOOK_STAGES = {"analysis": None, "analysis_kubernetes": ["experiment_a"], "analysis_e": ["experiment_e"]}
 #: Stages run through the CLI also depend on it (but not on everything it could import).
-CLI_STAGES = {"reference_figures", "calibration", "experiment", "experiment_kubernetes", "experiment_e",
-              "analysis", "analysis_kubernetes", "analysis_e"}
+#: (The measurement stages run ``python -m nfvlab.stage``: a CLI edit never re-measures.)
+CLI_STAGES = {"reference_figures", "calibration", "analysis", "analysis_kubernetes", "analysis_e"}
 #: Package data a module reads (C and BPF sources it compiles), as repository paths.
 DATA = {
     "nfvlab.traffic.embedded.binary": ["nfvlab/traffic/embedded/nfvlab_gen.c",
@@ -72,6 +72,11 @@ def notebook_imports(paths) -> list[str]:
     return sorted(mods)
 
 
+#: Packages that import their modules by discovery (importlib), which no import graph shows:
+#: importing the package imports every module in it.
+DISCOVERING = ("nfvlab.experiments",)
+
+
 def closure(graph, entries) -> set[str]:
     """Modules imported, directly or not, by ``entries`` -- including every package
     ``__init__`` on the way (it runs whenever a submodule is imported) and its imports."""
@@ -85,6 +90,8 @@ def closure(graph, entries) -> set[str]:
         parts = m.split(".")
         todo |= {".".join(parts[:i]) for i in range(2, len(parts))}
         todo |= graph.find_upstream_modules(m)
+        if m in DISCOVERING:
+            todo |= graph.find_descendants(m)
     return out
 
 

@@ -88,6 +88,13 @@ def test_a_stage_measures_records_only_and_the_analysis_runs_the_notebook_over_t
     assert len(runs_frame(records)) == 1
 
 
+def test_the_stage_command_is_the_cli_command(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "nfvlab.stage", "a"], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--params, --records" in r.stderr, r.stderr
+    r = nfvlab_cli("experiment", "run", "--help")
+    assert r.returncode == 0 and r.stdout.startswith("usage: nfvlab experiment run")
+
+
 def test_the_notebook_flags_go_together(tmp_path):
     r = nfvlab_cli("analyze", "a", "--params", "params/quick/experiment_a.yaml", "--records", str(tmp_path / "x"),
                    "--metrics", str(tmp_path / "m.json"), "--notebook", "notebooks/experiment_a.py")
