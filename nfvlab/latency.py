@@ -118,7 +118,7 @@ def percentiles_us(table: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     table : pandas.DataFrame
-        :func:`latency_percentiles` (or the ``latency`` table of :func:`nfvlab.analysis.tables`).
+        :func:`latency_percentiles` (or the ``latency`` table of :func:`nfvlab.experiments.tables`).
 
     Returns
     -------
