@@ -31,7 +31,7 @@ from nfvlab.search import SearchError
 from nfvlab.system.hostlock import HostLock
 from nfvlab.system.paths import output_problem
 from nfvlab.traffic.select import identity_for
-from nfvlab.trial import run_trial
+from nfvlab.trial import invalid_repeat_pause_s, run_trial
 
 
 def scenarios(params: ExperimentParams) -> list[Scenario]:
@@ -312,7 +312,7 @@ def latency_under_load(params: ExperimentParams, gen, frame_size, results, rec: 
     goal, rates = latency_rates(params, results, gen.describe().get("latency_pps") or 0)
     for fraction, rate in rates:
         # An invalid trial (the generator off schedule) is recorded and repeated, as in searches.
-        for _attempt in range(params.search.max_invalid_repeats + 1):
+        for attempt in range(params.search.max_invalid_repeats + 1):
             t = run_trial(gen, rate, params.trial.duration_s, frame_size,
                           bidirectional=params.traffic.bidirectional, kind="trial",
                           extra={"model": model, "load_fraction": fraction})
@@ -320,3 +320,4 @@ def latency_under_load(params: ExperimentParams, gen, frame_size, results, rec: 
             rec.trial(t, purpose="latency", goal=goal, load_fraction=fraction, repetition=rep, **labels)
             if t.valid:
                 break
+            time.sleep(invalid_repeat_pause_s(attempt + 1))

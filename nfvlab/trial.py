@@ -171,7 +171,19 @@ def run_trial(
 
 
 #: How often a search repeats an invalid trial before it gives up (params: search.max_invalid_repeats).
-MAX_INVALID_REPEATS = 3
+#: Host noise comes in bursts (CI saw 4 invalid 0.5 s trials in a row on a quiet 2-vCPU VM), so
+#: repeats are many and spaced out (:func:`invalid_repeat_pause_s`).
+MAX_INVALID_REPEATS = 8
+
+#: Pause before the first repeat of an invalid trial, s; it doubles per repeat up to
+#: :data:`INVALID_PAUSE_MAX_S` so a burst of host noise can pass (8 repeats wait 11.75 s in all).
+INVALID_PAUSE_S = 0.25
+INVALID_PAUSE_MAX_S = 2.0
+
+
+def invalid_repeat_pause_s(repeat: int) -> float:
+    """Seconds to wait before repeat number ``repeat`` (1, 2, ...) of an invalid trial."""
+    return min(INVALID_PAUSE_MAX_S, INVALID_PAUSE_S * 2 ** (max(1, repeat) - 1))
 
 
 class GeneratorMeasurer:
@@ -188,6 +200,11 @@ class GeneratorMeasurer:
         self.bidirectional = bidirectional
         self.extra = extra or {}
         self.max_invalid_repeats = max_invalid_repeats
+
+    @staticmethod
+    def invalid_pause_s(repeat: int) -> float:
+        """Pause before repeat ``repeat`` of an invalid trial, s (:func:`invalid_repeat_pause_s`)."""
+        return invalid_repeat_pause_s(repeat)
 
     def __call__(self, rate_pps: float, duration_s: float) -> TrialResult:
         return run_trial(self.generator, rate_pps, duration_s, self.frame_size,

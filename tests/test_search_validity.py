@@ -11,6 +11,7 @@ import pytest
 
 from nfvlab.search import GeneratorFaultError, SyntheticDut, mlrsearch, rfc2544_search
 from nfvlab.search.result import TrialLog
+from nfvlab.trial import GeneratorMeasurer, invalid_repeat_pause_s
 
 CAPACITY_PPS = 50_000
 
@@ -73,6 +74,23 @@ def test_a_load_that_stays_invalid_ends_the_search_saying_so(repeats):
 
 def test_the_trial_log_takes_the_bound_from_the_measurer_or_its_argument():
     dut = SyntheticDut(capacity_pps=CAPACITY_PPS)
-    assert TrialLog(dut).max_invalid_repeats == 3  # the default (params: search.max_invalid_repeats)
+    assert TrialLog(dut).max_invalid_repeats == 8  # the default (params: search.max_invalid_repeats)
     assert TrialLog(StallingGenerator(dut, (), max_invalid_repeats=7)).max_invalid_repeats == 7
     assert TrialLog(StallingGenerator(dut, (), max_invalid_repeats=7), max_invalid_repeats=1).max_invalid_repeats == 1
+
+
+def test_repeats_of_an_invalid_trial_wait_longer_each_time_up_to_a_cap():
+    pauses = []
+
+    class Pausing(StallingGenerator):
+        def invalid_pause_s(self, repeat):
+            pauses.append(repeat)
+            return 0.0
+
+    measure = Pausing(SyntheticDut(capacity_pps=CAPACITY_PPS), range(100), max_invalid_repeats=4)
+    with pytest.raises(GeneratorFaultError):
+        rfc2544_search(measure, 1000, 200_000, loss_ratio=0.0, relative_width=0.01, duration_s=1.0)
+    # A pause before each of the 4 repeats, none after the last invalid trial.
+    assert pauses == [1, 2, 3, 4] and measure.calls == 5
+    assert [invalid_repeat_pause_s(k) for k in range(1, 9)] == [0.25, 0.5, 1.0, 2.0, 2.0, 2.0, 2.0, 2.0]
+    assert GeneratorMeasurer.invalid_pause_s(3) == 1.0

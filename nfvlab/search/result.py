@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
@@ -243,6 +244,10 @@ class TrialLog:
         How often an invalid trial (``TrialResult.valid`` False) is repeated before
         :class:`GeneratorFaultError`; default: the measurer's ``max_invalid_repeats``
         attribute, else :data:`nfvlab.trial.MAX_INVALID_REPEATS`.
+    invalid_pause_s : callable, optional
+        Seconds to wait before repeat k (1, 2, ...) of an invalid trial, so a burst of host
+        noise can pass; default: the measurer's ``invalid_pause_s`` attribute
+        (:func:`nfvlab.trial.invalid_repeat_pause_s` for a generator), else no pause.
     """
 
     def __init__(
@@ -252,10 +257,14 @@ class TrialLog:
         progress: bool = False,
         desc: str = "search",
         max_invalid_repeats: Optional[int] = None,
+        invalid_pause_s: Optional[Callable[[int], float]] = None,
     ) -> None:
         if max_invalid_repeats is None:
             max_invalid_repeats = getattr(measure, "max_invalid_repeats", MAX_INVALID_REPEATS)
         self.max_invalid_repeats = int(max_invalid_repeats)
+        if invalid_pause_s is None:
+            invalid_pause_s = getattr(measure, "invalid_pause_s", None) or (lambda _repeat: 0.0)
+        self._invalid_pause_s = invalid_pause_s
         if not callable(measure) and callable(getattr(measure, "measure", None)):
             measure = measure.measure  # an object with a .measure(rate_pps, duration_s)
         self._measure = measure
@@ -298,6 +307,7 @@ class TrialLog:
                     f"the generator could not offer {rate_pps:,.0f} pps on schedule: {len(invalid_here)} "
                     f"invalid trial(s) in a row, the last: {result.invalid_reason}",
                     trials=self.trials, invalid=self.invalid)
+            time.sleep(self._invalid_pause_s(len(invalid_here)))
         self.trials.append(result)
         self.trial_seconds += float(result.duration_s)  # intended duration, s
         if self._on_trial is not None:
