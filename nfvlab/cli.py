@@ -69,8 +69,10 @@ def _build_parser() -> argparse.ArgumentParser:
                             "default: the embedded lab with its defaults")
 
     lab = sub.add_parser("lab", help="the embedded local lab").add_subparsers(dest="lab_cmd", required=True)
-    m = lab.add_parser("models", help="list networking models and whether this host can run them")
+    m = lab.add_parser("models", help="list networking models and whether the lab can run them "
+                                      "(this host's embedded lab, or the lab --lab-profile names)")
     m.add_argument("--json", action="store_true")
+    lab_profile_arg(m)
     up = lab.add_parser("up", help="build a lab and keep it until `nfvlab lab down`")
     up.add_argument("--model", required=True)
     up.add_argument("--json", action="store_true")
@@ -183,18 +185,11 @@ def _lab_params(a) -> P.LabParams:
 
 
 def cmd_lab(a) -> int:
-    from nfvlab.labs.embedded import EmbeddedLab, realize, state
+    from nfvlab.labs.embedded import EmbeddedLab, state
     from nfvlab.labs.embedded.lab import down
-    from nfvlab.scenario import MODELS
 
     if a.lab_cmd == "models":
-        feats = realize.kernel_features()
-        rows = []
-        for mdl in MODELS:
-            ok, why = realize.realizable(mdl.name, feats)
-            rows.append({"name": mdl.name, "section": mdl.section, "family": mdl.family,
-                         "title": mdl.title, "cni_analogue": mdl.cni_analogue,
-                         "realizable": ok, "reason": why or None, "local": realize.REALIZATIONS[mdl.name].how})
+        rows = _models(_lab_params(a))
         if a.json:
             print(json.dumps(rows, indent=1))
         else:
@@ -249,6 +244,28 @@ def cmd_lab(a) -> int:
         print("\n".join(f"removed {x}" for x in removed) if removed else "nothing to clean")
         return 0
     raise AssertionError(a.lab_cmd)
+
+
+def _models(lab: P.LabParams) -> list[dict]:
+    """``nfvlab lab models``: each model of the catalogue, whether ``lab`` realizes it and why not."""
+    from nfvlab import labs
+    from nfvlab.labs.embedded import realize
+    from nfvlab.scenario import MODELS, Scenario
+
+    feats = realize.kernel_features() if lab.kind == "embedded" else None
+    backend = labs.backend_for(lab) if lab.kind != "embedded" else None
+    rows = []
+    for mdl in MODELS:
+        row = {"name": mdl.name, "section": mdl.section, "family": mdl.family, "title": mdl.title,
+               "cni_analogue": mdl.cni_analogue, "lab_kind": lab.kind}
+        if backend is None:
+            ok, why = realize.realizable(mdl.name, feats)
+            row.update(realizable=ok, reason=why or None, local=realize.REALIZATIONS[mdl.name].how)
+        else:
+            why = backend.check(Scenario(mdl.name))
+            row.update(realizable=not why, reason=why[0] if why else None)
+        rows.append(row)
+    return rows
 
 
 def _render(a) -> int:

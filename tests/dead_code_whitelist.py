@@ -63,7 +63,8 @@ _.shape_link  # CniLab: a tbf of known rate on the node link (tests/test_tcp.py)
 # Documented API for users' notebooks (docs/records.md, "Reading"): the tidy frame of every trial.
 trials_frame
 
-# tarfile.TarInfo fields set for a reproducible image layer (local_cluster.stress_image_tar): tarfile reads them.
+# tarfile.TarInfo fields set for a reproducible image layer (host_images.layer): tarfile reads them.
 _.mtime
 _.gid
 _.gname
+_.linkname

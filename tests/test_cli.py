@@ -151,3 +151,17 @@ def test_a_bad_lock_wait_is_one_line_before_anything(value):
                          env={**os.environ, "NFVLAB_LOCK_WAIT_S": value})
     assert out.returncode == 2 and out.stderr.strip() == (
         f"nfvlab: error: NFVLAB_LOCK_WAIT_S={value!r}: give seconds to wait for the lab lock, 0..86400")
+
+
+def test_lab_models_lists_the_models_the_profiles_lab_realizes_and_why_not(tmp_path):
+    # A Kubernetes profile whose cluster does not answer: what the profile alone rules out is
+    # said as such, the rest names the unreachable cluster; nothing is created anywhere.
+    profile = tmp_path / "lab.yaml"
+    profile.write_text("kind: kubernetes\nkubernetes:\n  kubeconfig: /nonexistent/kubeconfig\n  node: n1\n"
+                       "  nics: [nfvkn0, nfvkn1]\n  cabling: local\n")
+    out = nfvlab_cli("lab", "models", "--lab-profile", str(profile), "--json", check=True)
+    rows = {r["name"]: r for r in json.loads(out.stdout)}
+    assert len(rows) == 15 and {r["lab_kind"] for r in rows.values()} == {"kubernetes"}
+    assert rows["host-routing"]["realizable"] is False
+    assert "needs secondary networks nfvlab does not render" in rows["host-routing"]["reason"]
+    assert rows["macvlan"]["realizable"] is False and "/nonexistent/kubeconfig" in rows["macvlan"]["reason"]

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import NO_RESIDUE, REPO, interface_counters, lab_residue
 from nfvlab.labs.embedded import realize, state, testpmd
-from nfvlab.labs import LabError
+from nfvlab.labs import LabError, forwarder
 from nfvlab.labs.embedded import Lab
 from nfvlab.scenario import Resources, Scenario
 from nfvlab.traffic.embedded import EmbeddedGenerator
@@ -142,7 +142,7 @@ def test_missing_tool_fails_in_one_line_before_anything_exists(clean_host, monke
 
 
 def test_too_few_hugepages_fails_in_one_line_before_anything_exists(clean_host, monkeypatch):
-    monkeypatch.setattr(testpmd, "TESTPMD_MEMORY_MB", 10 ** 8)
+    monkeypatch.setattr(forwarder, "TESTPMD_MEMORY_MB", 10 ** 8)  # memory_mb reads it there
     with pytest.raises(LabError, match="hugepages") as err:
         with Lab(Scenario("afxdp-cni", Resources(hugepages=True))):
             pass

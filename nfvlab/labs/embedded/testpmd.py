@@ -1,11 +1,7 @@
-"""DPDK processes of a lab: EAL memory options and the pod forwarder (dpdk-testpmd).
+"""DPDK processes of the embedded lab: EAL memory options and the pod forwarder.
 
-A pod's forwarder is a ``dpdk-testpmd`` in MAC mode between its port 0 and
-port 1 (the C-VNF of the user-space models): each frame leaves with the
-forwarding port's MAC as source and the next hop's MAC (``--eth-peer``) as
-destination. It runs non-interactively: without ``-i`` testpmd starts
-forwarding at once, and ``--stats-period`` keeps it in its statistics loop
-("Press Ctrl+C to exit") instead of reading stdin (/dev/null would end it).
+A pod's forwarder is :mod:`nfvlab.labs.forwarder`'s ``dpdk-testpmd`` in MAC mode between its
+port 0 and port 1 (the C-VNF of the user-space models), spawned in the pod's namespace.
 
 Memory (``lab.resources.hugepages``): without hugepages every DPDK process runs
 ``--no-huge`` with ``-m`` MB of ordinary memory; with hugepages the lab reserves
@@ -19,38 +15,21 @@ from __future__ import annotations
 
 import glob
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from nfvlab.labs.embedded import state
 from nfvlab.labs.base import LabError
+from nfvlab.labs.forwarder import (  # noqa: F401 (re-exported: the embedded lab's names)
+    JUMBO_MBUF_BYTES, JUMBO_MBUFS, JUMBO_MEMORY_MB, MBUFS, READY_LINE, RING_SIZE, STATS_PERIOD_S, STD_MTU,
+    TESTPMD, TESTPMD_MEMORY_MB, PodPort, forwarding_args, frame_args, jumbo, lcores_arg, memory_mb)
 
-TESTPMD = "dpdk-testpmd"
 #: Debian package of each DPDK driver a model may load (for error messages).
 PMD_PACKAGES = {
     "net_af_packet": "librte-net-af-packet23", "net_af_xdp": "librte-net-af-xdp23",
     "net_memif": "librte-net-memif23", "net_virtio_user": "librte-net-virtio23",
     "net_vhost": "librte-net-vhost23", "net_pcap": "librte-net-pcap23",
 }
-#: RX/TX descriptors per queue and virtio ring size: big rings absorb the time
-#: slices a pod sharing the generator's CPU does not run (docs/core-plan.md).
-RING_SIZE = 4096
-#: Packet buffers of one testpmd (enough for its rings: 2 ports x 2 x 4096 + caches).
-MBUFS = 32768
-#: Memory of one testpmd, MB (mbufs ~75 MB, rings, virtio/memif state, heap).
-TESTPMD_MEMORY_MB = 256
-#: Largest MTU of a standard (non-jumbo) lab, bytes: above it the DPDK apps are set for jumbo frames.
-STD_MTU = 1500
-#: Jumbo frames (MTU above :data:`STD_MTU`): packet buffers big enough for a whole 9018 B frame
-#: (no chained mbufs), fewer of them, more memory (16384 x ~16.5 kB ~ 270 MB).
-JUMBO_MBUF_BYTES = 16512  # 128 B headroom + a net_af_packet jumbo ring frame (16384 B)
-JUMBO_MBUFS = 16384
-JUMBO_MEMORY_MB = 768
-#: --stats-period, s: keeps testpmd running; each period logs a short stats block.
-STATS_PERIOD_S = 10
-#: What testpmd prints once its forwarding lcore runs (no "Press Ctrl+C" line in 22.11).
-READY_LINE = "forwards packets on"
 
 
 def require_pmds(*drivers: str) -> None:
@@ -105,52 +84,11 @@ def eal_memory_args(lab, role: str, memory_mb: int) -> list[str]:
     return mem + ["--file-prefix", prefix]
 
 
-def lcores_arg(cpus: Sequence[int], host_cpus: Sequence[int]) -> str:
-    """EAL ``--lcores``: main lcore 0 and forwarding lcore 1 on ``cpus`` (all CPUs if empty)."""
-    where = "(" + ",".join(map(str, sorted(cpus or host_cpus))) + ")"
-    return f"--lcores=0@{where},1@{where}"
-
-
-@dataclass(frozen=True)
-class PodPort:
-    """One port of a pod forwarder: its DPDK vdev and the MAC of the next hop."""
-
-    vdev: str
-    """``--vdev`` argument, e.g. ``net_virtio_user0,path=...,server=1``."""
-    peer_mac: str
-    """Destination MAC of frames this port sends (the next hop)."""
-
-
-def jumbo(mtu: int) -> bool:
-    """Whether a lab of IP MTU ``mtu`` bytes needs the DPDK apps' jumbo-frame settings."""
-    return mtu > STD_MTU
-
-
-def memory_mb(mtu: int) -> int:
-    """DPDK memory of one testpmd at IP MTU ``mtu``, MB."""
-    return JUMBO_MEMORY_MB if jumbo(mtu) else TESTPMD_MEMORY_MB
-
-
-def frame_args(mtu: int) -> list[str]:
-    """testpmd options for frames up to ``mtu`` + 18 B: above 1500, mbufs that hold a whole frame."""
-    if not jumbo(mtu):
-        return [f"--total-num-mbufs={MBUFS}"]
-    # No --max-pkt-len: net_af_packet (max 1518) and net_memif refuse a DPDK MTU above 1500,
-    # but neither enforces it on a frame; one mbuf holding a whole frame is what counts.
-    return [f"--mbuf-size={JUMBO_MBUF_BYTES}", f"--total-num-mbufs={JUMBO_MBUFS}"]
-
-
 def testpmd_argv(lab, role: str, ports: Sequence[PodPort], cpus: Sequence[int],
                  queues: int = 1) -> list[str]:
     """The testpmd command line of pod ``role``: MAC forwarding port 0 <-> port 1, frames up to ``lab.mtu`` + 18."""
-    argv = [TESTPMD, lcores_arg(cpus, lab.core_plan.host_cpus), "--no-pci",
-            *eal_memory_args(lab, role, memory_mb(lab.mtu))]
-    argv += [f"--vdev={p.vdev}" for p in ports]
-    argv += ["--", "--forward-mode=mac", "--nb-cores=1", f"--rxq={queues}", f"--txq={queues}",
-             f"--rxd={RING_SIZE}", f"--txd={RING_SIZE}", *frame_args(lab.mtu),
-             f"--stats-period={STATS_PERIOD_S}", "--no-lsc-interrupt"]
-    argv += [f"--eth-peer={i},{p.peer_mac}" for i, p in enumerate(ports)]
-    return argv
+    return [TESTPMD, lcores_arg(cpus, lab.core_plan.host_cpus), "--no-pci",
+            *eal_memory_args(lab, role, memory_mb(lab.mtu)), *forwarding_args(ports, lab.mtu, queues)]
 
 
 def with_bpffs(argv: Sequence[str]) -> list[str]:

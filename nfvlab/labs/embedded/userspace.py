@@ -44,6 +44,7 @@ from nfvlab.system import netns as nl
 from nfvlab.labs.embedded.kernel import Stream
 from nfvlab.labs.embedded.ovs import Ovs
 from nfvlab.labs.embedded.testpmd import PodPort
+from nfvlab.labs.forwarder import pod_mac  # noqa: F401 (the lab's MAC plan, re-exported)
 
 #: MTU of veths an XDP program (AF_XDP socket) is attached to, bytes.
 XDP_MTU = 1500
@@ -57,11 +58,6 @@ JUMBO_PACKET_FRAME_BYTES = 16384
 JUMBO_MEMIF_BUFFER_BYTES = 10240
 #: OVS OpenFlow port numbers of the NIC ports (pod ports follow from 3).
 NIC_OFPORT = {0: 1, 1: 2}
-
-
-def pod_mac(pod: int, port: int) -> str:
-    """MAC of a pod's DPDK port ``port`` (0: towards tg0, 1: towards tg1)."""
-    return f"02:00:00:00:{pod:02x}:{port + 1:02x}"
 
 
 # -- preflight ---------------------------------------------------------------

@@ -90,6 +90,10 @@ def _client(kubeconfig: Optional[str], context: Optional[str]):
     from kubernetes import client, config
 
     cfg = client.Configuration()
+    if kubeconfig and not Path(kubeconfig).expanduser().is_file():
+        # The client would only say "No configuration found"; name the file (for the local
+        # cluster it appears with `nfvlab cluster up`).
+        raise LabError(f"kubernetes.kubeconfig {kubeconfig}: no such file (is the cluster up?)")
     config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
     return client.ApiClient(cfg)
 

@@ -44,6 +44,7 @@ from typing import Any, Iterator, Optional
 
 import psutil
 
+from nfvlab.labs.kubernetes import host_images
 from nfvlab.system import processes
 from nfvlab.system.files import write_json_atomic
 
@@ -601,43 +602,8 @@ def clean_leftovers(log=print) -> bool:
 # The cluster
 
 
-STRESS_IMAGE = "nfvlab.local/stress-ng:1"
-
-
-def stress_image_tar(out: Path) -> None:
-    """A docker-archive of the host's ``stress-ng`` and the shared libraries it loads (``ldd``),
-    named :data:`STRESS_IMAGE`: the noisy neighbour's image, made from host files like images.sh's
-    (no registry)."""
-    import hashlib
-    import io
-    import tarfile
-
-    binary = shutil.which("stress-ng")
-    libs = re.findall(r"(/\S+) \(0x", _run(["ldd", binary]).stdout)
-    layer = io.BytesIO()
-    with tarfile.open(fileobj=layer, mode="w", format=tarfile.PAX_FORMAT) as t:
-        for path in sorted({binary, *libs}):
-            info = t.gettarinfo(os.path.realpath(path), arcname=path.lstrip("/"))
-            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
-            with open(path, "rb") as f:
-                t.addfile(info, f)
-    blob = layer.getvalue()
-    diff_id = hashlib.sha256(blob).hexdigest()
-    config = json.dumps({"architecture": "amd64", "os": "linux", "created": "1970-01-01T00:00:00Z",
-                         "config": {"Entrypoint": [binary], "Env": ["PATH=/usr/bin:/bin"], "WorkingDir": "/"},
-                         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + diff_id]}},
-                        sort_keys=True, separators=(",", ":")).encode()
-    cid = hashlib.sha256(config).hexdigest()
-    repo, tag = STRESS_IMAGE.rsplit(":", 1)
-    files = {f"{diff_id}/layer.tar": blob, f"{cid}.json": config,
-             "manifest.json": json.dumps([{"Config": f"{cid}.json", "RepoTags": [STRESS_IMAGE],
-                                           "Layers": [f"{diff_id}/layer.tar"]}]).encode(),
-             "repositories": json.dumps({repo: {tag: diff_id}}).encode()}
-    with tarfile.open(out, "w") as t:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            t.addfile(info, io.BytesIO(data))
+#: The noisy neighbour's image (kept here: profiles and tests name it through this module).
+STRESS_IMAGE = host_images.STRESS_IMAGE
 
 
 class LocalCluster:
@@ -897,10 +863,15 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
         for key, im in images(self.build_dir).items():
             self._ctr("images", "import", "--platform", "linux/amd64",
                       self.build_dir / "images" / im["tar"])
-        if shutil.which("stress-ng"):
-            tar = self.dir / "stress-ng.tar"
-            stress_image_tar(tar)
+        # Images of the host's own programs (the node is this host): the noisy neighbour, the
+        # DPDK pod and the node's vSwitch, each only where its program is installed.
+        for image in (host_images.stress_image(), host_images.dpdk_image(), host_images.ovs_image()):
+            if not os.path.exists(image.programs[0]):
+                continue
+            tar = self.dir / (image.name.split("/")[-1].replace(":", "-") + ".tar")
+            host_images.write_archive(image, tar)
             self._ctr("images", "import", "--platform", "linux/amd64", tar)
+            tar.unlink()
         listed = self._ctr("images", "ls", "-q").stdout.split()
         for im in images(self.build_dir).values():
             if im["name"] not in listed:
