@@ -278,10 +278,9 @@ def _render(a) -> int:
     if lab.kind != "kubernetes" or lab.kubernetes is None:
         raise CliError("lab render: give --lab-profile with kind: kubernetes (see docs/kubernetes.md)")
     scenario = _scenario(a)
-    if (scenario.model not in render.CNI_OF and scenario.model not in lab.kubernetes.networks
-            and not render.calico_vpp_memif(scenario, lab.kubernetes)):
+    if not render.renders(scenario, lab.kubernetes):
         raise CliError(f"lab render: {scenario.model} has no rendered networks on Kubernetes (models: "
-                       f"{', '.join(render.CNI_OF)}; others need kubernetes.networks.{scenario.model})")
+                       f"{', '.join(render.rendered_models())}; others need kubernetes.networks.{scenario.model})")
     why = render.density_reasons(scenario, lab.kubernetes)
     if why:
         raise CliError(f"lab render: {scenario.label} cannot run on this cluster: {why[0]}")
@@ -616,10 +615,6 @@ def _run_notebook(a) -> int:
     return 0
 
 
-def cmd_cluster(a) -> int:
-    from nfvlab.labs.kubernetes import local_cluster
-
-    return local_cluster.main(a.args)
 
 
 def cmd_figures(a) -> int:
@@ -648,6 +643,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         from nfvlab import stage
 
         return stage.main(args[2:], prog="nfvlab experiment run")
+    if args[:1] == ["cluster"]:  # its own command line too (`nfvlab cluster --help` included)
+        from nfvlab.labs.kubernetes import local_cluster
+
+        return local_cluster.main(args[1:])
     a = _build_parser().parse_args(args)
     from nfvlab.system.hostlock import lock_wait_s
 
@@ -657,8 +656,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"nfvlab: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     handler = {"lab": cmd_lab, "trial": cmd_trial, "search": cmd_search,
-               "calibrate": cmd_calibrate, "analyze": cmd_analyze, "figures": cmd_figures,
-               "cluster": cmd_cluster}[a.cmd]
+               "calibrate": cmd_calibrate, "analyze": cmd_analyze, "figures": cmd_figures}[a.cmd]
     try:
         return handler(a)
     except (CliError, P.ParamsError, InputError, LabError, BuildError, LabBusy, CniConfigError) as err:

@@ -290,6 +290,21 @@ class KubernetesParams(_Strict):
     """``vpp`` through Calico/VPP's memif (seed 003): the pod annotation
     ``cni.projectcalico.org/vppExtraMemifPorts`` with these ports, e.g. ``udp:1024-65535``;
     needs Calico/VPP as the cluster's primary CNI (detected, never installed)."""
+    dpdk_image: str = "nfvlab.local/dpdk:1"
+    """Image of the DPDK pods (the user-space and AF_XDP models): ``dpdk-testpmd`` with the
+    virtio_user, memif, af_xdp and af_packet drivers, and ``/bin/sh`` (docs/kubernetes.md has the
+    recipe; the local cluster imports one built from this host's DPDK)."""
+    vswitch_image: str = "nfvlab.local/ovs-dpdk:1"
+    """Image of the node's OVS-DPDK vSwitch when nfvlab runs it (``cabling: local``: the local node's
+    vSwitch is nfvlab's, on a real cluster it is the node's own and never installed)."""
+    vswitch_bridge: str = Field(default="br0", pattern=r"^[A-Za-z0-9_.-]{1,15}$")
+    """OVS bridge the Userspace CNI adds the pods' vhost-user ports to."""
+    vhost_dir: str = Field(default="/run/nfvlab/k8s-vhost", pattern=r"^/\S+$")
+    """Node directory holding each run's vhost-user sockets (the DPDK pods' ``shared-dir``
+    hostPath volume; the Userspace CNI and OVS use the same path)."""
+    userspace_cni_kubeconfig: Optional[str] = None
+    """Kubeconfig on the node the Userspace CNI reads the pod with (its ``kubeconfig`` key);
+    default: ``kubeconfig`` (right for ``cabling: local``, where the node is this host)."""
     noisy_image: Optional[str] = None
     """Image with ``stress-ng`` for the noisy-neighbour pod; unset: the noisy neighbour is not
     realizable."""

@@ -30,14 +30,33 @@ def test_the_dpdk_image_holds_testpmd_its_libraries_the_port_drivers_and_a_shell
     assert config["config"]["Entrypoint"] == ["/bin/sh"]
     testpmd = shutil.which("dpdk-testpmd").lstrip("/")
     assert members[testpmd].isreg() and members[testpmd].mode & 0o111
-    # Every library testpmd loads is there as a regular file (symlinks resolved).
+    # Every library testpmd loads is there, at its host path, as on the host: a symlink to the same
+    # name, or the regular file. A regular file is always at its real host path: a symlink copied
+    # as a file would make EAL load one driver (or bus) twice, and probing a port then fails.
     for lib in hi.libraries(shutil.which("dpdk-testpmd")):
-        assert members[lib.lstrip("/")].isreg(), lib
+        top = "/" + lib.split("/")[1]  # merged /usr: /lib is a link to usr/lib, in the image too
+        if os.path.islink(top):
+            assert members[top[1:]].issym() and members[top[1:]].linkname == os.readlink(top)
+            lib = os.path.realpath(top) + lib[len(top):]
+        m = members[lib.lstrip("/")]
+        assert (m.issym() and m.linkname == os.readlink(lib)) if os.path.islink(lib) else m.isreg(), lib
+    for name, m in members.items():
+        if m.isreg() and name != "bin/busybox":
+            assert os.path.realpath("/" + name) == "/" + name, name
     # EAL's plugin directory (it loads all it finds there) holds the chosen drivers and the
-    # libraries testpmd links from it anyway, nothing else.
+    # libraries testpmd links from it anyway, with their link chains, nothing else.
     pmd_dir = hi.DPDK_PMD_DIR.lstrip("/") + "/"
-    linked = {lib.lstrip("/") for lib in hi.libraries(shutil.which("dpdk-testpmd")) if lib.startswith(hi.DPDK_PMD_DIR)}
-    assert {n for n in members if n.startswith(pmd_dir)} == {f"{pmd_dir}{p}.so" for p in hi.DPDK_PMDS} | linked
+    wanted = {f"{hi.DPDK_PMD_DIR}/{p}.so" for p in hi.DPDK_PMDS}
+    wanted |= {os.path.join(os.path.realpath(os.path.dirname(lib)), os.path.basename(lib))
+               for lib in hi.libraries(shutil.which("dpdk-testpmd"))
+               if os.path.realpath(os.path.dirname(lib)) == hi.DPDK_PMD_DIR}
+    chains = set()
+    for path in wanted:
+        chains.add(path.lstrip("/"))
+        while os.path.islink(path):
+            path = os.path.join(os.path.dirname(path), os.readlink(path))
+            chains.add(os.path.normpath(path).lstrip("/"))
+    assert {n for n in members if n.startswith(pmd_dir)} == chains
     assert members["bin/busybox"].isreg() and members["bin/sh"].issym() and members["bin/sh"].linkname == "busybox"
     assert members["tmp"].mode == 0o1777 and members["var/run"].isdir()
     assert all(m.mtime == 0 and m.uid == 0 for m in members.values())

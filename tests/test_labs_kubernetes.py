@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -20,7 +21,8 @@ from conftest import NO_RESIDUE, REPO, lab_residue, nfvlab_cli
 from nfvlab import params as P
 from nfvlab.labs import LabError
 from nfvlab.labs.kubernetes import backend as kb
-from nfvlab.labs.kubernetes import render
+from nfvlab.labs import forwarder
+from nfvlab.labs.kubernetes import render, userspace
 from nfvlab.scenario import DensityCell, Resources, Scenario
 from nfvlab.system import netns as nl
 from nfvlab.system.hostlock import HostLock
@@ -57,6 +59,117 @@ def test_every_rendered_manifest_passes_strict_validation(model, resources):
     nets = json.loads(pod["metadata"]["annotations"][render.NETWORKS_ANNOTATION])
     assert [n["interface"] for n in nets] == ["eth1", "eth2"]
     assert pod["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "worker-1"}
+
+
+USERSPACE = sorted(userspace.NIC_PORTS)
+VHOST_MODELS = [m for m in USERSPACE if userspace.POD_PORTS[m] == "vhostuser" and userspace.NIC_PORTS[m]]
+
+
+@pytest.mark.parametrize("model", VHOST_MODELS)
+@pytest.mark.parametrize("cabling", ["local", "external"])
+@pytest.mark.parametrize("resources", [Resources(), Resources(pinning="exclusive"), Resources(hugepages=True)])
+def test_user_space_models_render_dpdk_pods_on_userspace_cni_vhost_user_ports(model, cabling, resources):
+    kp = _kparams(cabling=cabling)
+    objects = render.manifests(Scenario(model, resources), kp, "abc123")
+    assert [p for o in objects for p in render.validate(o, kp)] == []
+    pods = [o["metadata"]["name"] for o in objects if o["kind"] == "Pod"]
+    chain = ["pod1", "pod2"] if model == "chain-userspace" else ["pod1"]
+    # the local node's vSwitch (nfvlab's pod) comes before the DPDK pods whose ports it serves
+    assert pods == (["vswitch"] if cabling == "local" else []) + chain
+    nads = {o["metadata"]["name"]: json.loads(o["spec"]["config"]) for o in objects
+            if o["kind"] == "NetworkAttachmentDefinition"}
+    assert sorted(nads) == sorted(f"{pod}-vhost{side}" for pod in chain for side in (0, 1))
+    sockets = {c["host"]["vhost"]["socketfile"] for c in nads.values()}
+    assert len(sockets) == 2 * len(chain) and all(len(s) <= 15 for s in sockets)  # one OVS port each
+    assert {(c["type"], c["host"]["engine"], c["host"]["iftype"], c["host"]["vhost"]["mode"],
+             c["container"]["vhost"]["mode"]) for c in nads.values()} == {
+        ("userspace", "ovs-dpdk", "vhostuser", "client", "server")}
+    for name in chain:
+        pod = next(o for o in objects if o["metadata"]["name"] == name)
+        nets = json.loads(pod["metadata"]["annotations"][render.NETWORKS_ANNOTATION])
+        assert [(n["name"], n["interface"]) for n in nets] == [(f"{name}-vhost0", "eth1"),
+                                                                (f"{name}-vhost1", "eth2")]
+        c = pod["spec"]["containers"][0]
+        script = c["command"][2]
+        assert "dpdk-testpmd" in script and "--forward-mode=mac" in script
+        for side in (0, 1):  # virtio_user serves the socket the port's NAD names
+            assert f"path={userspace.VHOST_MOUNT}/{userspace.socket_name('abc123', name, side)},server=1" in script
+        assert c["readinessProbe"]["exec"]["command"][-2:] == [forwarder.READY_LINE, "/tmp/testpmd.log"]
+        res = c["resources"]
+        if resources.hugepages:
+            assert res["requests"]["hugepages-2Mi"] == res["limits"]["hugepages-2Mi"] == \
+                f"{forwarder.TESTPMD_MEMORY_MB}Mi"
+            assert "--huge-dir /hugepages" in script and "--no-huge" not in script
+        else:
+            assert "hugepages-2Mi" not in res["requests"] and "--no-huge" in script
+        if resources.pinning == "exclusive":  # Guaranteed: integer CPU, requests == limits
+            assert res["requests"]["cpu"] == res["limits"]["cpu"] == "1"
+            assert res["requests"]["memory"] == res["limits"]["memory"]
+    # frames go generator -> pod1 -> ... -> generator: each pod's peers are its neighbours' MACs
+    first = next(o for o in objects if o["metadata"]["name"] == chain[0])["spec"]["containers"][0]["command"][2]
+    assert "--eth-peer=0,02:00:00:00:aa:01" in first
+    assert f"--eth-peer=1,{forwarder.pod_mac(2, 0) if len(chain) == 2 else '02:00:00:00:aa:02'}" in first
+
+
+def test_the_local_vswitch_pod_runs_ovs_dpdk_with_secure_bridge_and_the_models_nic_ports():
+    kp = _kparams(cabling="local", nics=["nfvkn0", "nfvkn1"])
+    for model, port in (("ovs-dpdk-vhost", "type=dpdk"), ("ovs-afxdp", "type=afxdp")):
+        sw = next(o for o in render.manifests(Scenario(model), kp, "abc123") if o["metadata"]["name"] == "vswitch")
+        assert sw["spec"]["hostNetwork"] is True
+        assert sw["spec"]["containers"][0]["securityContext"] == {"privileged": True}
+        script = sw["spec"]["containers"][0]["command"][2]
+        assert "fail-mode=secure" in script and script.count(port) == 2
+        assert "ovs-vsctl --timeout=60 wait-until Open_vSwitch . dpdk_initialized=true" in script
+    # the bridge cross-connects port to port, never by MAC learning: NIC 0 - pod1 - pod2 - NIC 1
+    assert userspace.cross_connects("chain-userspace", kp, "abc123", ["pod1", "pod2"]) == [
+        ("dpdk-nic0", "vhuabc12310"), ("vhuabc12311", "vhuabc12320"), ("vhuabc12321", "dpdk-nic1")]
+    assert userspace.cross_connects("ovs-afxdp", kp, "abc123", ["pod1"]) == [
+        ("nfvkn0", "vhuabc12310"), ("vhuabc12311", "nfvkn1")]
+
+
+def test_ovs_dpdk_memif_renders_memif_server_ports_on_the_vswitch_and_client_ports_in_the_pod():
+    # The Userspace CNI's OVS engine has no memif: nfvlab's OVS ports, the sockets in the pod's shared-dir.
+    kp = _kparams(cabling="local", nics=["nfvkn0", "nfvkn1"])
+    objects = render.manifests(Scenario("ovs-dpdk-memif"), kp, "abc123")
+    assert [p for o in objects for p in render.validate(o, kp)] == []
+    assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
+        ("Namespace", "nfvlab-abc123"), ("Pod", "vswitch"), ("Pod", "pod1")]
+    sw, pod = (o["spec"]["containers"][0]["command"][2] for o in objects[1:])
+    for side in (0, 1):
+        sock = f"{kp.vhost_dir}/abc123/pod1/mifabc1231{side}.sock"
+        assert f"net_memif{side},role=server,socket={sock},socket-abstract=no,rsize=12" in sw
+        assert (f"net_memif{side},role=client,socket={userspace.VHOST_MOUNT}/mifabc1231{side}.sock,"
+                "socket-abstract=no,rsize=12") in pod
+    assert "--rxq=2 --txq=2" in pod and "annotations" not in objects[2]["metadata"]
+    assert objects[2]["spec"]["volumes"][0]["hostPath"]["path"] == f"{kp.vhost_dir}/abc123/pod1"
+    assert userspace.cross_connects("ovs-dpdk-memif", kp, "abc123", ["pod1"]) == [
+        ("dpdk-nic0", "mifabc12310"), ("mifabc12311", "dpdk-nic1")]
+
+
+def test_chain_combined_has_direct_north_south_ports_and_a_user_space_east_west_link():
+    kp = _kparams(cabling="local", nics=["nfvkn0", "nfvkn1"])
+    objects = render.manifests(Scenario("chain-combined"), kp, "abc123")
+    assert [p for o in objects for p in render.validate(o, kp)] == []
+    nads = {o["metadata"]["name"]: json.loads(o["spec"]["config"]) for o in objects
+            if o["kind"] == "NetworkAttachmentDefinition"}
+    assert {n: (c["type"], c.get("device")) for n, c in nads.items()} == {
+        "pod1-direct0": ("host-device", "nfvkn0"), "pod1-vhost1": ("userspace", None),
+        "pod2-vhost0": ("userspace", None), "pod2-direct1": ("host-device", "nfvkn1")}
+    pods = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Pod"}
+    assert [n["name"] for n in json.loads(pods["pod2"]["metadata"]["annotations"][render.NETWORKS_ANNOTATION])] \
+        == ["pod2-vhost0", "pod2-direct1"]
+    pod1 = pods["pod1"]["spec"]["containers"][0]["command"][2]
+    assert "net_af_packet0,iface=eth1" in pod1 and "net_virtio_user1,path=" in pod1
+    # OVS has no NIC ports: its only flows join pod1's eth2 and pod2's eth1
+    assert "dpdk-nic" not in pods["vswitch"]["spec"]["containers"][0]["command"][2]
+    assert userspace.cross_connects("chain-combined", kp, "abc123", ["pod1", "pod2"]) == [
+        ("vhuabc12311", "vhuabc12320")]
+
+
+def test_user_space_models_without_a_local_vswitch_are_refused_with_the_reason():
+    lab = kb.KubernetesLab(P.LabParams(kind="kubernetes", kubernetes=_kparams()))
+    why = lab.check(Scenario("ovs-dpdk-vhost"))
+    assert len(why) == 1 and "cross-connected on the node's OVS-DPDK by flows nfvlab programs only" in why[0]
 
 
 def test_the_pod_routes_towards_the_generator_ports_in_the_benchmarking_range():
@@ -131,10 +244,6 @@ def test_device_plugin_resources_and_calico_vpp_memif_render_strictly_valid():
 
 def test_the_profile_alone_says_what_cannot_run_once_without_a_cluster():
     lab = kb.KubernetesLab(P.LabParams(kind="kubernetes", kubernetes=_kparams()))
-    assert lab.check(Scenario("chain-userspace")) == [
-        "chain-userspace cannot run on this cluster: chain-userspace chains user-space (DPDK) pods through a "
-        "vSwitch; nfvlab's Kubernetes pods are kernel forwarders (a kernel chain: a csp density cell of "
-        "macvlan, linux-bridge, smartnic-direct)"]
     why = {str(d): lab.check(Scenario("macvlan", density=d))[0].split(": ", 1)[1]
            for d in (DensityCell("csc", 1, 2), DensityCell("csp", 2, 2))}
     assert why == {
@@ -235,9 +344,13 @@ def test_cli_renders_yaml_that_round_trips_and_refuses_models_without_networks()
     docs = list(yaml.safe_load_all(out.stdout))
     assert [d["kind"] for d in docs] == ["Namespace", "NetworkAttachmentDefinition",
                                         "NetworkAttachmentDefinition", "Pod"]
-    bad = nfvlab_cli("lab", "render", "--lab-profile", "params/lab.kubernetes.yaml", "--model", "ovs-dpdk-vhost")
+    bad = nfvlab_cli("lab", "render", "--lab-profile", "params/lab.kubernetes.yaml", "--model", "afxdp-cni")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
-    assert "kubernetes.networks.ovs-dpdk-vhost" in bad.stderr
+    assert "kubernetes.networks.afxdp-cni" in bad.stderr
+    out = nfvlab_cli("lab", "render", "--lab-profile", "params/lab.kubernetes.yaml", "--model", "chain-userspace",
+                     check=True)
+    assert [d["metadata"]["name"] for d in yaml.safe_load_all(out.stdout) if d["kind"] == "Pod"] == \
+        ["vswitch", "pod1", "pod2"]
 
 
 def test_cli_renders_the_calico_vpp_memif_pod_when_the_profile_asks_for_it(tmp_path):
@@ -345,6 +458,50 @@ def test_a_trial_through_a_kubernetes_pod_counts_exactly(cluster, clean_host, mo
     assert {n: d["driver"] for n, d in info["node_nics"].items()} == {NICS[0]: "veth", NICS[1]: "veth"}
     assert info["kubelet"]["topologyManagerPolicy"] == "single-numa-node"
     assert info["node_labels"]["kubernetes.io/hostname"] == cluster.node_name
+    _nothing_left(cluster)
+
+
+def _user_space_residue(run_id: str) -> list[str]:
+    """What a user-space run may leave on the node (this host): its sockets' directory, the local
+    vSwitch's files, its processes."""
+    left = [str(p) for p in Path(P.KubernetesParams.model_fields["vhost_dir"].default).glob(f"{run_id}*")]
+    ovs_run = Path(userspace.OVS_RUNDIR)
+    left += [str(p) for p in ovs_run.iterdir()] if ovs_run.exists() else []
+    out = subprocess.run(["pgrep", "-af", "ovs-vswitchd|ovsdb-server|dpdk-testpmd"], capture_output=True, text=True)
+    return left + [line for line in out.stdout.splitlines() if "pgrep" not in line]
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+@pytest.mark.parametrize("model", USERSPACE)
+def test_a_trial_through_the_drafts_dpdk_pods_on_the_node_vswitch_counts_exactly(cluster, clean_host, model):
+    # The draft's Figure 9 on a real cluster: testpmd pods on Userspace CNI vhost-user (or memif, or
+    # direct) ports of the node's OVS-DPDK, which nfvlab runs as a pod and cross-connects port to port.
+    from nfvlab.traffic.embedded import EmbeddedGenerator
+    from nfvlab.trial import run_trial
+
+    backend = _lab(cluster)
+    assert backend.check(Scenario(model)) == []
+    with backend.open(Scenario(model)) as session:
+        info = session.info
+        chain = info["chains"][0]
+        assert Path(f"{backend.params.vhost_dir}/{info['run_id']}").is_dir()
+        gen = EmbeddedGenerator(session.streams, latency_pps=100)
+        result = run_trial(gen, 4000, 1.0, 128)
+    for d in result.directions:
+        assert d.intended_packets == d.sent_packets == d.received_packets == 4000, d
+        assert d.latency.probes_received == d.latency.probes_sent > 0
+    assert chain == (["pod1", "pod2"] if model.startswith("chain") else ["pod1"])
+    assert info["forwarder"].startswith("dpdk-testpmd --forward-mode=mac")
+    assert info["vswitch"]["nic_ports"] == userspace.NIC_PORTS[model]
+    # one flow per direction per OVS link: NIC-pod-...-NIC, or only pod-pod (chain-combined)
+    links = len(chain) + 1 if userspace.NIC_PORTS[model] else len(chain) - 1
+    assert len(info["flows"]) == 2 * links and all(f.startswith("in_port=") for f in info["flows"])
+    assert 0 < info["vswitch"]["create_to_ready_s"] < 60
+    assert all(0 < info["pods"][n]["create_to_ready_s"] and info["pods"][n]["delete_s"] > 0 for n in chain)
+    if userspace.uses_userspace_cni(model):
+        assert {n["type"] for n in info["nads"]} >= {"userspace"}
+    assert _user_space_residue(info["run_id"]) == []
     _nothing_left(cluster)
 
 

@@ -16,27 +16,8 @@ from typing import Sequence
 from nfvlab.labs.embedded import testpmd
 from nfvlab.labs.base import LabError
 from nfvlab.system import signals
-
-VSWITCHD = "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk"
-SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
-#: DPDK memory of ovs-vswitchd, MB (one mempool of 1500 B MTU mbufs, rings, heap).
-MEMORY_MB = 512
-#: ... with jumbo frames (per-port mempools of 9000 B MTU mbufs, ~125 MB per port).
-JUMBO_MEMORY_MB = 2048
-#: Longest sleep of an idle PMD thread, us (``pmd-maxsleep``). 0: never sleep.
-#: The PMD has its own CPU, so sleeping saves nothing we need and adds jitter.
-PMD_MAXSLEEP_US = 0
-BRIDGE = "br0"
-
-
-def memory_mb(mtu: int) -> int:
-    """DPDK memory of ovs-vswitchd for ports of IP MTU ``mtu``, MB."""
-    return JUMBO_MEMORY_MB if testpmd.jumbo(mtu) else MEMORY_MB
-
-
-def cpu_mask(cpus: Sequence[int]) -> str:
-    """Hex CPU mask of ``cpus`` (``pmd-cpu-mask``)."""
-    return hex(sum(1 << c for c in cpus))
+from nfvlab.labs.vswitch import (  # noqa: F401 (re-exported: the embedded lab's names)
+    BRIDGE, JUMBO_MEMORY_MB, MEMORY_MB, PMD_MAXSLEEP_US, SCHEMA, VSWITCHD, cpu_mask, memory_mb)
 
 
 class Ovs:

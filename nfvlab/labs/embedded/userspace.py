@@ -45,19 +45,15 @@ from nfvlab.labs.embedded.kernel import Stream
 from nfvlab.labs.embedded.ovs import Ovs
 from nfvlab.labs.embedded.testpmd import PodPort
 from nfvlab.labs.forwarder import pod_mac  # noqa: F401 (the lab's MAC plan, re-exported)
+from nfvlab.labs.vswitch import (  # noqa: F401 (re-exported)
+    JUMBO_PACKET_FRAME_BYTES, NIC_OFPORT, af_packet_devargs)
 
 #: MTU of veths an XDP program (AF_XDP socket) is attached to, bytes.
 XDP_MTU = 1500
 #: memif ring size, log2 (4096 slots, like the other rings).
 MEMIF_RING_LOG2 = 12
-#: PACKET_MMAP ring frame (= block) size for jumbo frames, bytes: a 9018 B frame plus the
-#: TPACKET header, a power-of-two number of pages (DPDK assumes frames back to back, so a
-#: block holds whole frames; the kernel allocates blocks in powers of two pages).
-JUMBO_PACKET_FRAME_BYTES = 16384
 #: memif packet buffer size for jumbo frames, bytes: one buffer per 9018 B frame.
 JUMBO_MEMIF_BUFFER_BYTES = 10240
-#: OVS OpenFlow port numbers of the NIC ports (pod ports follow from 3).
-NIC_OFPORT = {0: 1, 1: 2}
 
 
 # -- preflight ---------------------------------------------------------------
@@ -109,16 +105,6 @@ def memif_pod_port(lab, pod: int, port: int, peer_mac: str) -> PodPort:
 def af_xdp_port(port: int, iface: str, peer_mac: str) -> PodPort:
     """A pod port on its own netdev through an AF_XDP socket (DPDK net_af_xdp)."""
     return PodPort(f"net_af_xdp{port},iface={iface},start_queue=0,queue_count=1", peer_mac)
-
-
-def af_packet_devargs(port: int, iface: str, mtu: int = testpmd.STD_MTU) -> str:
-    """DPDK net_af_packet on ``iface``: PACKET_MMAP rings of 4096 frames, no qdisc.
-
-    Above MTU 1500 each ring frame holds a whole jumbo frame (the default 2048 B would not).
-    """
-    size = (f",framesz={JUMBO_PACKET_FRAME_BYTES},blocksz={JUMBO_PACKET_FRAME_BYTES}"
-            if testpmd.jumbo(mtu) else "")
-    return f"net_af_packet{port},iface={iface},qpairs=1,qdisc_bypass=1,framecnt={testpmd.RING_SIZE}{size}"
 
 
 def af_packet_port(port: int, iface: str, peer_mac: str, mtu: int = testpmd.STD_MTU) -> PodPort:

@@ -23,20 +23,25 @@ is wired to ``nics``.
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import secrets
+import shutil
 import socket
+import subprocess
 import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
+from nfvlab.labs import forwarder
 from nfvlab.labs.base import LabError, LabSession, Terminated
-from nfvlab.labs.kubernetes import render
+from nfvlab.labs.kubernetes import render, userspace
 from nfvlab.params import LabParams
-from nfvlab.scenario import Port, Scenario, Stream
+from nfvlab.scenario import CorePlan, Port, Scenario, Stream
+from nfvlab.scenario.resources import NotRealizable, plan
 from nfvlab.scenario.topology import default_ips
 from nfvlab.system import netns as nl
 from nfvlab.system import signals
@@ -72,6 +77,12 @@ class RunState:
     tg_netns: Optional[str] = None
     host_links: list[str] = field(default_factory=list)
     """Links nfvlab created in the node's (this host's) root namespace."""
+    host_paths: list[str] = field(default_factory=list)
+    """Files and directories (globs) on the node (this host) the run's pods create: the vhost-user
+    sockets' directory, the local vSwitch's database and sockets."""
+    host_dirs: list[str] = field(default_factory=list)
+    """Directories on the node the run's pods may create (hostPath DirectoryOrCreate) that did not
+    exist before: removed when empty, after :attr:`host_paths`."""
 
     @property
     def path(self) -> Path:
@@ -232,14 +243,11 @@ class KubernetesLab:
         """What the profile alone rules out (no cluster call)."""
         p, model, res = self.params, scenario.model, scenario.resources
         why = []
-        if scenario.spec.pods > 1:
-            why.append(f"{model} chains user-space (DPDK) pods through a vSwitch; nfvlab's Kubernetes pods are "
-                       "kernel forwarders (a kernel chain: a csp density cell of "
-                       f"{', '.join(render.CHAIN_MODELS)})")
-        elif model in render.EBPF_MODELS:
+        if userspace.is_userspace(model):
+            return why + self._userspace_reasons(scenario)
+        if model in render.EBPF_MODELS:
             pass  # decided by the primary CNI (cluster facts)
-        elif (model not in render.CNI_OF and model not in p.networks
-              and not render.calico_vpp_memif(scenario, p)):
+        elif not render.renders(scenario, p):
             why.append(f"it needs secondary networks nfvlab does not render (name two "
                        f"NetworkAttachmentDefinitions the cluster has in kubernetes.networks.{model})")
         if model == "linux-bridge" and p.cabling != "local" and model not in p.networks:
@@ -252,6 +260,42 @@ class KubernetesLab:
         if res.pcdr4sw != "1:1" or res.pcdr4nf != "1:1":
             why.append("core ratios need user-space NFs")
         return why
+
+    def _userspace_reasons(self, scenario: Scenario) -> list[str]:
+        """What rules out a user-space model before the cluster is asked: the local node's vSwitch,
+        the Userspace CNI on the node, the core plan (docs/core-plan.md)."""
+        p, model, res = self.params, scenario.model, scenario.resources
+        if p.cabling != "local":
+            return [f"{model}'s vhost-user ports are cross-connected on the node's OVS-DPDK by flows nfvlab "
+                    "programs only on a vSwitch it runs (cabling local); on a real cluster the vSwitch and its "
+                    "flows are the node's own (nfvlab lab render prints the NADs and DPDK pods)"]
+        why = []
+        if scenario.density is not None:
+            why += render.density_reasons(scenario, p)
+        if (userspace.uses_userspace_cni(model) and p.cni_conf_dir
+                and not (Path(p.cni_conf_dir).parent / "bin" / "userspace").exists()):
+            why.append(f"the node's CNI bin directory ({Path(p.cni_conf_dir).parent / 'bin'}) has no Userspace CNI "
+                       "(scripts/k8s/cni-userspace.sh builds it; `nfvlab cluster up` installs it)")
+        if _socket_answers(Path(userspace.OVS_RUNDIR) / "db.sock"):
+            why.append(f"an OVS already runs on the node ({userspace.OVS_RUNDIR}/db.sock answers): nfvlab runs "
+                       "the local node's vSwitch itself and never shares one")
+        if res.noisy_load_pct is not None and not p.noisy_image:
+            why.append("the noisy neighbour needs an image with stress-ng (kubernetes.noisy_image)")
+        try:
+            self.core_plan(scenario)
+        except NotRealizable as err:
+            why.append(str(err))
+        return why
+
+    def core_plan(self, scenario: Scenario) -> Optional[CorePlan]:
+        """The embedded lab's core plan on the local node (this host), for a model with busy-polling
+        pods; None where nothing is placed (kernel pods, or the node is not this host)."""
+        spec = scenario.spec
+        if self.params.cabling != "local" or not (spec.vswitch or spec.busy_pods):
+            return None
+        cpus = tuple(sorted(os.sched_getaffinity(0)))
+        return plan(vswitch=spec.vswitch, busy_pods=spec.busy_pods, resources=scenario.resources,
+                    cpus=cpus, nodes={0: cpus})
 
     def _cluster_reasons(self, scenario: Scenario) -> list[str]:
         """What the cluster lacks: networks, a primary CNI, nodes with the resources, kubelet policies."""
@@ -350,7 +394,9 @@ class KubernetesLab:
         return None, "unknown"
 
     def mtu(self, scenario: Scenario) -> int:
-        return self.link_mtu
+        """IP MTU of the scenario's data path: the profile's, at most what a user-space model's
+        DPDK NIC ports carry (1500)."""
+        return min(self.link_mtu, userspace.MTU) if userspace.is_userspace(scenario.model) else self.link_mtu
 
     def describe(self) -> dict:
         out: dict = {"lab_kind": self.kind, "node": self.params.node, "cabling": self.params.cabling}
@@ -396,26 +442,44 @@ class KubernetesLab:
         with signals.guard(sigterm=Terminated), ExitStack() as stack:
             if lock is not None:
                 stack.enter_context(lock)
-            stack.push(lambda *exc: self._teardown_once(st, info, exc[0] is None))
+            stack.push(lambda *exc: self._teardown_once(st, info, exc[1]))
             st.save()
             yield from self._build(scenario, st, info)
 
-    def _teardown_once(self, st: RunState, info: dict, reraise: bool) -> None:
+    def _teardown_once(self, st: RunState, info: dict, failure: Optional[BaseException]) -> None:
         """Teardown, with signals held until it is done; then, on an otherwise clean exit, the
-        signal that came meanwhile (or was swallowed) fails the run."""
+        signal that came meanwhile (or was swallowed) fails the run. A teardown error after a
+        failure names both (the failure is what the user must see first)."""
         with signals.deferred():
-            info["teardown_s"] = self._teardown(st, info.get("pods", {}))
-        if reraise:
+            try:
+                info["teardown_s"] = self._teardown(st, info.get("pods", {}))
+            except LabError as err:
+                if isinstance(failure, Exception):
+                    raise LabError(f"{failure}; then {err}") from failure
+                raise
+        if failure is None:
             signals.checkpoint()
 
     def _build(self, scenario: Scenario, st: RunState, info: dict) -> Iterator[LabSession]:
         """Create the run's objects (recorded in ``st`` first), wait for them, yield the session."""
         p, run_id = self.params, st.run_id
         t0 = time.monotonic()
-        streams_ports, tg_macs = self._cable(st) if p.cabling == "local" else (None, p.tg_macs)
+        streams_ports, tg_macs = self._cable(st, self.mtu(scenario)) if p.cabling == "local" else (None, p.tg_macs)
         if p.cabling == "local":  # the node's NIC ports are this host's links until a pod takes them
             info["node_nics"] = {nic: nic_info(nic) for nic in p.nics}
-        objects = render.manifests(scenario, p, run_id, tg_macs)
+        core_plan = self.core_plan(scenario)
+        dpdk = userspace.is_userspace(scenario.model)
+        if dpdk:
+            # What the pods will create on the node (this host), recorded before they exist.
+            st.host_paths += [f"{p.vhost_dir}/{run_id}",
+                              *(f"{userspace.OVS_RUNDIR}/{f}" for f in userspace.OVS_RUN_FILES)]
+            st.host_dirs += [d for d in (userspace.OVS_RUNDIR, p.vhost_dir) if not os.path.exists(d)]
+            st.save()
+            info.update(core_plan=core_plan.describe() if core_plan else None, mtu=self.mtu(scenario),
+                        vswitch={"kind": "ovs-dpdk", "run_by": "nfvlab (the run's vswitch pod)",
+                                 "bridge": p.vswitch_bridge, "nic_ports": userspace.NIC_PORTS[scenario.model]},
+                        forwarder="dpdk-testpmd --forward-mode=mac (the draft's l2fwd)")
+        objects = render.manifests(scenario, p, run_id, tg_macs, core_plan)
         problems = [x for m in objects for x in render.validate(m, p)]
         if problems:
             raise LabError(f"rendered manifest invalid: {problems[0]}")
@@ -423,6 +487,9 @@ class KubernetesLab:
         ready = self._apply([o for o in objects if o["metadata"]["name"] != "noisy"], st.namespace)
         pods = {}
         for name, t in ready.items():
+            if name == userspace.VSWITCH_POD:
+                info["vswitch"]["create_to_ready_s"] = t["pod_create_to_ready_s"]
+                continue
             node = t["pod"]["spec"].get("nodeName")
             if p.cabling == "local" and node != p.node:
                 raise LabError(f"{name} was placed on {node}, but with cabling local the NIC ports "
@@ -431,6 +498,8 @@ class KubernetesLab:
                           "create_to_ready_s": t["pod_create_to_ready_s"],
                           "create_to_interfaces_s": t["pod_create_to_interfaces_s"]}
         chain = render.chains(scenario)[0]
+        if dpdk:
+            info["flows"] = self._cross_connect(scenario, run_id, chain)
         pod, timings = ready["pod1"]["pod"], {k: v for k, v in ready["pod1"].items() if k != "pod"}
         node = pod["spec"].get("nodeName")
         if scenario.resources.noisy_load_pct is not None:
@@ -448,10 +517,16 @@ class KubernetesLab:
         if streams_ports is None:
             streams_ports = [Port("generator", "0"), Port("generator", "1")]
         tx = streams_ports
-        # Frames enter the chain at its first pod's eth1 and, the other way, at its last pod's eth2.
-        streams = [Stream(tx[0], tx[1], tg_macs[0], _interface_macs(pod)["eth1"], *default_ips(0)),
-                   Stream(tx[1], tx[0], tg_macs[1], _interface_macs(ready[chain[-1]]["pod"])["eth2"],
-                          *default_ips(1))]
+        # Frames enter the chain at its first pod's eth1 and, the other way, at its last pod's eth2
+        # (a DPDK pod's ports are no netdevs: their MACs are the forwarder's plan).
+        direct = {0: True, 1: True} if not dpdk else {
+            0: userspace.port_kind(scenario.model, chain, chain[0], 0) == "direct",
+            1: userspace.port_kind(scenario.model, chain, chain[-1], 1) == "direct"}
+        first = _interface_macs(pod)["eth1"] if direct[0] else forwarder.pod_mac(int(chain[0][3:]), 0)
+        last = (_interface_macs(ready[chain[-1]]["pod"])["eth2"] if direct[1]
+                else forwarder.pod_mac(int(chain[-1][3:]), 1))
+        streams = [Stream(tx[0], tx[1], tg_macs[0], first, *default_ips(0)),
+                   Stream(tx[1], tx[0], tg_macs[1], last, *default_ips(1))]
         yield LabSession(streams=streams, info=info)
 
     def _labels_of(self, node: Optional[str]) -> dict:
@@ -476,7 +551,20 @@ class KubernetesLab:
                 "create_to_ready_s": t["pod_create_to_ready_s"], "load_pct": scenario.resources.noisy_load_pct,
                 "qos_class": t["pod"].get("status", {}).get("qosClass")}
 
-    def _cable(self, st: RunState) -> tuple[list[Port], list[str]]:
+    def _cross_connect(self, scenario: Scenario, run_id: str, chain: list[str]) -> list[str]:
+        """Port-to-port flows on the local vSwitch's bridge (CSIT's xconnect), both ways per link, once
+        every DPDK pod forwards (so the vhost-user ports the CNI added exist). Returns the flows."""
+        br = self.params.vswitch_bridge
+        flows = []
+        for a, b in userspace.cross_connects(scenario.model, self.params, run_id, chain):
+            pa, pb = (_ovs("ovs-vsctl", "--timeout=10", "get", "Interface", x, "ofport") for x in (a, b))
+            for src, dst in ((pa, pb), (pb, pa)):
+                flow = f"in_port={src},actions=output:{dst}"
+                _ovs("ovs-ofctl", "add-flow", br, flow)
+                flows.append(flow)
+        return flows
+
+    def _cable(self, st: RunState, mtu: int) -> tuple[list[Port], list[str]]:
         """Generator namespace tg0/tg1 cabled by veths to the node NIC ports ``nics`` (this host)."""
         p = self.params
         st.tg_netns = f"{PREFIX}{st.run_id}-tg"
@@ -487,7 +575,7 @@ class KubernetesLab:
         with signals.deferred():
             nl.create_namespace(st.tg_netns)
             for side, nic in enumerate(p.nics):
-                nl.veth(None, nic, st.tg_netns, f"tg{side}", self.link_mtu)
+                nl.veth(None, nic, st.tg_netns, f"tg{side}", mtu)
             macs = [nl.mac(st.tg_netns, "tg0"), nl.mac(st.tg_netns, "tg1")]
         signals.checkpoint()
         return [Port(st.tg_netns, "tg0"), Port(st.tg_netns, "tg1")], macs
@@ -500,6 +588,7 @@ class KubernetesLab:
         core = client.CoreV1Api(api)
         custom = client.CustomObjectsApi(api)
         created: dict[str, float] = {}
+        vswitch = None
         for obj in objects:
             signals.checkpoint()  # between creations: a swallowed signal stops here
             if obj["kind"] == "Namespace":
@@ -515,12 +604,18 @@ class KubernetesLab:
                     self._node_bridge(obj)
                 custom.create_namespaced_custom_object("k8s.cni.cncf.io", "v1", namespace,
                                                        "network-attachment-definitions", obj)
+            elif obj["kind"] == "Pod" and obj["metadata"]["name"] == userspace.VSWITCH_POD:
+                # The vSwitch serves the DPDK pods' CNI calls: Ready before they are created.
+                t = time.monotonic()
+                core.create_namespaced_pod(namespace, obj)
+                vswitch = self._wait_ready(namespace, userspace.VSWITCH_POD, t, interfaces=False)
             elif obj["kind"] == "Pod":
                 created[obj["metadata"]["name"]] = time.monotonic()
                 core.create_namespaced_pod(namespace, obj)
             else:
                 utils.create_from_dict(api, obj)
-        return {name: self._wait_ready(namespace, name, t) for name, t in created.items()}
+        ready = {name: self._wait_ready(namespace, name, t) for name, t in created.items()}
+        return {userspace.VSWITCH_POD: vswitch, **ready} if vswitch is not None else ready
 
     def _node_bridge(self, nad: dict) -> None:
         """linux-bridge, local cabling: the bridge the NAD names, with the NIC port on it."""
@@ -569,6 +664,28 @@ class KubernetesLab:
         return round(time.monotonic() - t0, 3)
 
 
+def _socket_answers(path: Path) -> bool:
+    """Does a server listen on the unix socket ``path``?"""
+    if not path.exists():
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(1.0)
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def _ovs(*argv: str) -> str:
+    """An OVS tool on this host against the local node's vSwitch (its default database and bridge
+    sockets in /var/run/openvswitch); LabError with its message on failure."""
+    out = subprocess.run(list(argv), capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        raise LabError(f"{' '.join(argv)}: {out.stderr.strip()}")
+    return out.stdout.strip().strip('"')
+
+
 def _quantity(q: str) -> float:
     """Bytes of a Kubernetes quantity such as ``64Mi`` or ``1Gi`` (0 if unparseable)."""
     units = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "k": 1e3, "M": 1e6, "G": 1e9}
@@ -590,6 +707,10 @@ def _interface_macs(pod: dict) -> dict[str, str]:
     return {s["interface"]: s["mac"] for s in status if s.get("interface") and s.get("mac")}
 
 
+#: Lines of a failed pod's log in its error (a DPDK app's reason is a few lines above its exit).
+LOG_LINES = 6
+
+
 def _why_not_ready(core, pod: dict) -> str:
     """The most telling reason: a scheduler condition, a container waiting reason, or the last event."""
     st = pod.get("status", {})
@@ -597,12 +718,13 @@ def _why_not_ready(core, pod: dict) -> str:
         if c.get("type") == "PodScheduled" and c.get("status") == "False":
             return c.get("message") or c.get("reason") or "not scheduled"
     for cs in st.get("containerStatuses", []) or []:
-        w = (cs.get("state") or {}).get("waiting") or (cs.get("state") or {}).get("terminated")
-        if w:
-            why = f"{w.get('reason')}: {w.get('message') or ''}".strip(": ")
-            try:  # a failed start-up script says why in its log
+        state = cs.get("state") or {}
+        w = state.get("waiting") or state.get("terminated")
+        if w or (state.get("running") and not cs.get("ready")):
+            why = f"{w.get('reason')}: {w.get('message') or ''}".strip(": ") if w else "running, not Ready"
+            try:  # a failed (or stuck) start-up says why in its log
                 log = core.read_namespaced_pod_log(pod["metadata"]["name"], pod["metadata"]["namespace"],
-                                                   container=cs["name"], tail_lines=3)
+                                                   container=cs["name"], tail_lines=LOG_LINES)
                 why += f" ({' | '.join(log.strip().splitlines())})" if log.strip() else ""
             except Exception:
                 pass
@@ -630,8 +752,9 @@ def delete_run(st: RunState, timeout_s: float = 60.0, pod_delete_s: Optional[dic
         from kubernetes.client.rest import ApiException
 
         core = client.CoreV1Api(_client(st.kubeconfig, st.context))
-        if pod_delete_s is not None:
-            _delete_pods(core, st.namespace, pod_delete_s, timeout_s)
+        # Pods before the namespace, the vSwitch last: a DPDK pod's CNI DEL asks the vSwitch to
+        # remove its port, which a vSwitch already gone cannot answer.
+        _delete_pods(core, st.namespace, pod_delete_s if pod_delete_s is not None else {}, timeout_s)
         try:
             core.delete_namespace(st.namespace, grace_period_seconds=0, propagation_policy="Foreground")
         except ApiException as err:
@@ -657,6 +780,21 @@ def delete_run(st: RunState, timeout_s: float = 60.0, pod_delete_s: Optional[dic
                 nl.delete_link(None, link)
         except Exception as err:
             errors.append(f"link {link}: {err}")
+    for pattern in st.host_paths:
+        for path in glob.glob(pattern):
+            try:
+                shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as err:
+                errors.append(f"{path}: {err}")
+    for d in st.host_dirs:
+        try:
+            os.rmdir(d)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            pass  # not empty: something else uses it now
     if st.tg_netns:
         try:
             nl.delete_namespace(st.tg_netns)
@@ -672,11 +810,29 @@ def _delete_pods(core, namespace: str, out: dict, timeout_s: float) -> None:
     draft's deletion time); a pod still there at the timeout is left to the namespace deletion."""
     from kubernetes.client.rest import ApiException
 
-    started = {}
-    for pod in core.list_namespaced_pod(namespace).items:
-        started[pod.metadata.name] = time.monotonic()
-        core.delete_namespaced_pod(pod.metadata.name, namespace)
+    try:
+        pods = core.list_namespaced_pod(namespace).items
+    except ApiException as err:
+        if err.status == 404:
+            return
+        raise
+    last = [p for p in pods if (p.metadata.labels or {}).get(userspace.ROLE_LABEL) == "vswitch"]
     deadline = time.monotonic() + timeout_s
+    for group in ([p for p in pods if p not in last], last):
+        _delete_pod_group(core, namespace, group, out, deadline)
+
+
+def _delete_pod_group(core, namespace: str, pods: list, out: dict, deadline: float) -> None:
+    from kubernetes.client.rest import ApiException
+
+    started = {}
+    for pod in pods:
+        started[pod.metadata.name] = time.monotonic()
+        try:
+            core.delete_namespaced_pod(pod.metadata.name, namespace)
+        except ApiException as err:
+            if err.status != 404:
+                raise
     while started and time.monotonic() < deadline:
         for name in list(started):
             try:

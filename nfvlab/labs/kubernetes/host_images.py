@@ -10,7 +10,7 @@ Reproducible: sorted entries, mtime 0, owner root, so the same host files give t
   drivers a pod port uses (virtio_user, memif, af_xdp, af_packet; EAL loads them from the
   plugin directory), libxdp's BPF objects (af_xdp), and a static busybox for the start script.
 - :data:`OVS_IMAGE`: the local node's OVS-DPDK vSwitch (ovsdb-server, ovs-vswitchd-dpdk,
-  ovs-vsctl/ofctl/appctl, the schema) and busybox.
+  ovs-vsctl/ofctl/appctl, the schema, the DPDK drivers of its ports) and busybox.
 """
 from __future__ import annotations
 
@@ -37,11 +37,16 @@ DPDK_PMD_DIR = "/usr/lib/x86_64-linux-gnu/dpdk/pmds-23.0"
 #: would load every driver in the directory, with their libraries (ibverbs...).
 DPDK_PMDS = ("librte_bus_vdev", "librte_mempool_ring", "librte_net_virtio", "librte_net_memif",
              "librte_net_af_xdp", "librte_net_af_packet")
-#: libxdp's BPF objects (the af_xdp PMD loads its default XDP program through libxdp).
+#: libxdp's BPF objects: its default AF_XDP program and the dispatcher it attaches it with (the
+#: af_xdp PMD and OVS's afxdp ports load them through libxdp).
 LIBXDP_OBJECTS = "/usr/lib/x86_64-linux-gnu/bpf/xsk_def_xdp_prog*.o"
+LIBXDP_DISPATCHER = "/usr/lib/x86_64-linux-gnu/bpf/xdp-dispatcher.o"
 OVS_PROGRAMS = ("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk", "/usr/sbin/ovsdb-server",
                 "/usr/bin/ovsdb-tool", "/usr/bin/ovs-vsctl", "/usr/bin/ovs-ofctl", "/usr/bin/ovs-appctl")
 OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
+#: glibc loads it at run time (pthread_cancel, unwinding), so ldd does not list it; without it a
+#: DPDK process aborts when it cancels a thread.
+LIBGCC_S = "/lib/x86_64-linux-gnu/libgcc_s.so.1"
 
 
 class ImageError(RuntimeError):
@@ -80,17 +85,28 @@ def _closure(paths: list[str]) -> list[str]:
     return sorted(seen)
 
 
+def _libxdp_objects() -> tuple[str, ...]:
+    return (*sorted(glob.glob(LIBXDP_OBJECTS)), LIBXDP_DISPATCHER)
+
+
 def dpdk_image() -> HostImage:
     """The DPDK pod's image (:data:`DPDK_IMAGE`)."""
     testpmd = shutil.which("dpdk-testpmd") or "/usr/bin/dpdk-testpmd"
     pmds = [f"{DPDK_PMD_DIR}/{name}.so" for name in DPDK_PMDS]
-    return HostImage(DPDK_IMAGE, (testpmd, *pmds), tuple(sorted(glob.glob(LIBXDP_OBJECTS))), busybox=True,
+    return HostImage(DPDK_IMAGE, (testpmd, *pmds, LIBGCC_S), _libxdp_objects(), busybox=True,
                      config={"Entrypoint": ["/bin/sh"], "Env": ["PATH=/usr/bin:/bin"], "WorkingDir": "/"})
+
+
+#: The DPDK drivers the vSwitch's ports use (vhost-user is OVS's own, linked): NIC ports on
+#: packet sockets or pcap, memif ports.
+OVS_PMDS = ("librte_bus_vdev", "librte_mempool_ring", "librte_net_af_packet", "librte_net_pcap", "librte_net_memif")
 
 
 def ovs_image() -> HostImage:
     """The local node's vSwitch image (:data:`OVS_IMAGE`)."""
-    return HostImage(OVS_IMAGE, OVS_PROGRAMS, (OVS_SCHEMA,), busybox=True,
+    pmds = tuple(f"{DPDK_PMD_DIR}/{name}.so" for name in OVS_PMDS)
+    # libxdp's default XDP program: OVS's afxdp ports load it (ovs-afxdp)
+    return HostImage(OVS_IMAGE, (*OVS_PROGRAMS, *pmds, LIBGCC_S), (OVS_SCHEMA, *_libxdp_objects()), busybox=True,
                      config={"Entrypoint": ["/bin/sh"], "Env": ["PATH=/usr/sbin:/usr/bin:/bin"],
                              "WorkingDir": "/"})
 
@@ -123,18 +139,49 @@ def _add(t: tarfile.TarFile, path: str, arcname: Optional[str] = None, data: Opt
         t.addfile(info, io.BytesIO(data) if data is not None else None)
 
 
+def _links(paths: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The symlinks among ``paths`` and their chains (path -> link text), and the regular files
+    they end at. Links stay links: DPDK's plugin directory holds ``x.so -> x.so.23 -> x.so.23.0``,
+    and EAL loads every file there; copies would load one driver (or bus) twice, as distinct
+    objects, and a device would be probed on a bus its driver is not registered with."""
+    links: dict[str, str] = {}
+    files = []
+
+    def real_dir(p: str) -> str:
+        # Merged /usr: /lib -> usr/lib, /lib64 -> usr/lib64 stay links too (ldd names libraries
+        # under /lib, EAL its plugins under /usr/lib: one file either way, as on the host). /bin
+        # is left alone: the image's /bin is busybox's.
+        parts = Path(p).parts
+        for i in range(2, len(parts)):
+            d = str(Path(*parts[:i]))
+            if os.path.islink(d) and d not in ("/bin", "/sbin"):
+                links[d] = os.readlink(d)
+                return real_dir(os.path.join(os.path.realpath(d), *parts[i:]))
+        return p
+
+    for p in paths:
+        p = real_dir(p)
+        while os.path.islink(p) and p not in links:
+            links[p] = os.readlink(p)
+            p = real_dir(os.path.normpath(os.path.join(os.path.dirname(p), links[p])))
+        if not os.path.islink(p):
+            files.append(p)
+    return links, sorted(set(files) - set(links))
+
+
 def layer(image: HostImage) -> bytes:
-    """The image's one layer: programs, libraries and files at their host paths (symlinks
-    resolved to regular files), busybox applets as links, /tmp and /etc/passwd."""
+    """The image's one layer: programs, libraries and files at their host paths (symlinks as
+    symlinks, see :func:`_links`), busybox applets as links, /tmp and /etc/passwd."""
     missing = [p for p in (*image.programs, *image.files, *([BUSYBOX] if image.busybox else []))
                if not os.path.exists(p)]
     if missing:
         raise ImageError(f"image {image.name}: {missing[0]} is missing on this host "
                          f"(Debian package {PACKAGES.get(image.name, 'busybox-static')}): run `./run setup`")
-    paths = sorted(set(_closure(list(image.programs))) | set(image.files))
+    links, paths = _links(sorted(set(_closure(list(image.programs))) | set(image.files)))
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
-        dirs = sorted({str(Path(p).parent) for p in paths} | {"/tmp", "/etc", "/bin", "/run", "/var/run", "/dev"})
+        dirs = sorted({str(Path(p).parent) for p in (*paths, *links)}
+                      | {"/tmp", "/etc", "/bin", "/run", "/var/run", "/dev"})
         for d in dirs:
             parts = Path(d).parts[1:]
             for i in range(1, len(parts) + 1):
@@ -146,6 +193,8 @@ def layer(image: HostImage) -> bytes:
         for p in paths:
             if not p.startswith("/bin/") or not image.busybox:
                 _add(t, p)
+        for p, target in sorted(links.items()):
+            _add(t, p, link=target)
         if image.busybox:
             _add(t, BUSYBOX, "bin/busybox")
             applets = subprocess.run([BUSYBOX, "--list"], capture_output=True, text=True).stdout.split()

@@ -132,6 +132,27 @@ def version_key() -> Optional[str]:
             f"_kwok-{p['KWOK_VERSION']}_{p['RECIPE']}")
 
 
+#: CNI plugins built by scripts/k8s/cni-*.sh (binary name -> script), installed beside Multus
+#: when built: the draft's user-space and AF_XDP networks.
+EXTRA_CNI = {"userspace": "cni-userspace.sh"}
+
+
+def extra_cni_binary(name: str) -> Optional[Path]:
+    """The stamped binary of CNI plugin ``name`` (:data:`EXTRA_CNI`) for its script's pinned
+    VERSION and RECIPE, else None. Runs nothing."""
+    try:
+        text = (BUILD_SH.parent / EXTRA_CNI[name]).read_text()
+    except OSError:
+        return None
+    pins = dict(re.findall(r"^(VERSION|RECIPE)=(\S+)$", text, re.M))
+    if len(pins) != 2:
+        return None
+    d = (Path(os.environ.get("NFVLAB_CACHE", "/var/cache/nfvlab")) / "cni"
+         / f"{name}-{pins['VERSION']}_{pins['RECIPE']}")
+    binary = d / "bin" / name
+    return binary if (d / "stamp").is_file() and os.access(binary, os.X_OK) else None
+
+
 def binaries_dir() -> Optional[Path]:
     """The build output dir (``.../k8s/<key>``, holding bin/, images/, share/) if build.sh finished
     for the pinned versions, else None. Runs nothing."""
@@ -904,6 +925,10 @@ current-context: nfvlab
         for p in CNI_PLUGINS_DIR.iterdir():
             (cni / "bin" / p.name).symlink_to(p)
         (cni / "bin" / "multus").symlink_to(self.bin / "multus")
+        for name in EXTRA_CNI:
+            built = extra_cni_binary(name)
+            if built is not None:
+                (cni / "bin" / name).symlink_to(built)
         conf = {
             "cniVersion": "0.3.1",
             "name": "multus-cni-network",
@@ -1169,6 +1194,9 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--hugepages-2m", type=int, default=0)
     ap.add_argument("cmd", nargs=argparse.REMAINDER, help="with run: the command (after --); with stamp: the file")
     args = ap.parse_args(argv)
+    if args.command in ("up", "clean", "status") and args.cmd:
+        # (REMAINDER would swallow them, --help included, and start a cluster.)
+        ap.error(f"{args.command} takes no arguments besides --hugepages-2m: got {' '.join(args.cmd)}")
     if args.command == "stamp":
         if len(args.cmd) != 1:
             ap.error("stamp: give the file to write")

@@ -24,8 +24,11 @@ import json
 import shlex
 from typing import Optional
 
+from nfvlab.labs import forwarder
+from nfvlab.labs.kubernetes import userspace
 from nfvlab.params import KubernetesParams
 from nfvlab.scenario import Scenario
+from nfvlab.scenario.resources import CorePlan
 from nfvlab.scenario.topology import TG_NET
 
 #: Label every object of a run carries (value: the run id).
@@ -52,8 +55,22 @@ CNI_KEYS = {
     "host-device": {"cniVersion", "name", "type", "device", "hwaddr", "kernelpath", "pciBusID", "ipam"},
     "sriov": {"cniVersion", "name", "type", "deviceID", "vlan", "spoofchk", "trust", "link_state", "ipam",
               "mac", "min_tx_rate", "max_tx_rate", "vlanQoS"},
+    # Userspace CNI (pkg/types NetConf of the pinned version).
+    "userspace": {"cniVersion", "name", "type", "kubeconfig", "sharedDir", "logFile", "logLevel", "host",
+                  "container", "ipam"},
 }
 IPAM_KEYS = {"type", "addresses", "routes", "dns"}
+
+
+def rendered_models() -> list[str]:
+    """Models whose networks nfvlab renders (kernel CNIs, and the Userspace CNI's DPDK pods)."""
+    return [*CNI_OF, *userspace.NIC_PORTS]
+
+
+def renders(scenario: Scenario, params: KubernetesParams) -> bool:
+    """Are ``scenario``'s networks rendered (or named in the profile)?"""
+    return (scenario.model in rendered_models() or scenario.model in params.networks
+            or bool(calico_vpp_memif(scenario, params)))
 
 
 def namespace_name(params: KubernetesParams, run_id: str) -> str:
@@ -78,7 +95,7 @@ def chains(scenario: Scenario) -> list[list[str]]:
     """Pod names of each chain, in forwarding order: a density cell's ``instances`` chains of ``nfs``
     pods (``pod1`` .. ``podN`` numbered over all chains), else one chain of ``pod1``."""
     d = scenario.density
-    instances, nfs = (d.instances, d.nfs) if d is not None else (1, 1)
+    instances, nfs = (d.instances, d.nfs) if d is not None else (1, scenario.spec.pods)
     return [[f"pod{i * nfs + j + 1}" for j in range(nfs)] for i in range(instances)]
 
 
@@ -161,7 +178,9 @@ def pod_requests(scenario: Scenario, params: KubernetesParams) -> dict[str, str]
     if CNI_OF.get(scenario.model) == "sriov":
         out[params.sriov_resource] = "2"
     if scenario.resources.hugepages:
-        out["hugepages-2Mi"] = "64Mi"
+        # A DPDK pod's memory is its testpmd's (as in the embedded lab); a kernel pod's a token.
+        out["hugepages-2Mi"] = (f"{forwarder.memory_mb(userspace.MTU)}Mi" if userspace.is_userspace(scenario.model)
+                                else "64Mi")
     return out
 
 
@@ -332,15 +351,40 @@ def namespace(params: KubernetesParams, run_id: str) -> dict:
 
 
 def manifests(scenario: Scenario, params: KubernetesParams, run_id: str = "000000",
-              tg_macs: Optional[list[str]] = None) -> list[dict]:
-    """Every object a run of ``scenario`` creates, in creation order."""
+              tg_macs: Optional[list[str]] = None, core_plan: Optional[CorePlan] = None) -> list[dict]:
+    """Every object a run of ``scenario`` creates, in creation order (the user-space models: the
+    vSwitch pod, when nfvlab runs it, before the DPDK pods whose ports it serves)."""
     macs = tg_macs or params.tg_macs or ["02:00:00:00:00:01", "02:00:00:00:00:02"]
-    out = [namespace(params, run_id), *nads(scenario, params, run_id), *link_nads(scenario, params, run_id),
-           *(pod(scenario, params, run_id, macs, name) for chain in chains(scenario) for name in chain)]
+    if userspace.is_userspace(scenario.model):
+        out = [namespace(params, run_id), *_userspace_objects(scenario, params, run_id, macs, core_plan)]
+    else:
+        out = [namespace(params, run_id), *nads(scenario, params, run_id), *link_nads(scenario, params, run_id),
+               *(pod(scenario, params, run_id, macs, name) for chain in chains(scenario) for name in chain)]
     if scenario.resources.noisy_load_pct is not None and params.noisy_image:
         # Offline, the noisy neighbour's node is pod1's selector's (the run uses where pod1 went).
         node = node_selector(params, "pod1").get(HOSTNAME_LABEL, params.node)
         out.append(noisy_pod(scenario, params, run_id, node))
+    return out
+
+
+def _userspace_objects(scenario: Scenario, params: KubernetesParams, run_id: str, macs: list[str],
+                       core_plan: Optional[CorePlan]) -> list[dict]:
+    """NADs, the local node's vSwitch pod (``cabling: local``) and the DPDK pods of a user-space model."""
+    ns, chain = namespace_name(params, run_id), chains(scenario)[0]
+    labels = {RUN_LABEL: run_id}
+    out = userspace.nads(scenario, params, run_id, ns, chain, labels)
+    if params.cabling == "local":
+        out.append(userspace.vswitch_pod(scenario, params, run_id, ns, core_plan, labels,
+                                         node_selector(params, "pod1"), chain))
+    peers = userspace.peer_macs(chain, macs)
+    for name in chain:
+        base = pod(scenario, params, run_id, macs, name)
+        nets = userspace.networks(scenario.model, ns, chain, name)
+        if nets:
+            base["metadata"]["annotations"] = {NETWORKS_ANNOTATION: json.dumps(nets)}
+        else:  # memif: the pod's sockets only (nfvlab's OVS ports), no Multus network
+            base["metadata"].pop("annotations", None)
+        out.append(userspace.dpdk_pod(scenario, params, run_id, ns, name, peers[name], core_plan, base, chain))
     return out
 
 

@@ -1,0 +1,371 @@
+"""The draft's user-space models on Kubernetes: DPDK pods on Userspace CNI vhost-user ports.
+
+Figure 9 on a real node: the pod runs :mod:`nfvlab.labs.forwarder`'s testpmd (the draft's
+l2fwd, MAC forwarding) on two Multus interfaces from the Userspace CNI
+(``github.com/intel/userspace-cni-network-plugin``, ``scripts/k8s/cni-userspace.sh``): each is a
+vhost-user port the CNI adds to the node's OVS-DPDK bridge, with the socket in the pod's
+``shared-dir`` hostPath volume (``kubernetes.vhost_dir``/<run id>/<pod>). The CNI runs OVS as the
+vhost-user client (``dpdkvhostuserclient``), testpmd's virtio_user is the server: the socket
+exists once testpmd runs, OVS connects to it, and testpmd starts forwarding only when it has
+(so a pod is Ready only when its ports are up and forwarding is configured).
+
+- ``ovs-dpdk-vhost``: OVS's NIC ports are DPDK net_af_packet ports on the node's ``nics``.
+- ``ovs-dpdk-memif``: the same NIC ports; the pod's ports are memif. The Userspace CNI's OVS
+  engine makes vhost-user ports only (its ``cniovs`` refuses any other ``iftype``), so nfvlab adds
+  the memif ports itself: OVS ``dpdk`` ports on net_memif, socket servers in the pod's shared-dir,
+  testpmd's net_memif the clients (as in the embedded lab). No Multus network: the memif is no
+  netdev, and the pod's own sockets are all it needs.
+- ``ovs-afxdp``: the same, with OVS ``afxdp`` ports on the NICs (draft §4.1.3 c).
+- ``chain-userspace``: two DPDK pods; pod1's eth2 and pod2's eth1 are both vhost-user ports of
+  the same bridge, cross-connected (experiment C's east-west path).
+- ``chain-combined``: the same east-west vhost-user link; north-south, each pod has a direct port
+  (host-device CNI moves NIC 0 into pod1 as eth1, NIC 1 into pod2 as eth2; testpmd's
+  net_af_packet on them, as in the embedded lab). OVS has no NIC ports then.
+
+The vSwitch: with ``cabling: local`` the node is this host and nfvlab runs its OVS-DPDK as the
+run's ``vswitch`` pod (host network, privileged, the database under /var/run/openvswitch where
+the CNI's ``ovs-vsctl`` finds it), deleted after the DPDK pods at teardown. On a real cluster the
+vSwitch is the node's own: never installed, named by ``vswitch_bridge``.
+
+Forwarding on the bridge is by port (CSIT's xconnect): ``fail-mode=secure`` and one flow per
+direction per link, never MAC learning (which floods the first frames past the pod).
+Cores and memory follow the embedded lab's core plan (docs/core-plan.md): OVS PMDs on
+``core_plan.vswitch``, OVS's other threads on the generator's CPU, each pod's testpmd on
+``core_plan.pods[pod]`` (or the CPU the static CPU manager gave a Guaranteed pod).
+"""
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Optional
+
+from nfvlab.labs import forwarder, vswitch
+from nfvlab.params import KubernetesParams
+from nfvlab.scenario import Scenario
+from nfvlab.scenario.resources import CorePlan
+
+#: Model -> OVS port type towards the node's NICs (None: the NICs are the pods' direct ports).
+NIC_PORTS = {"ovs-dpdk-vhost": "af_packet", "ovs-dpdk-memif": "af_packet", "ovs-afxdp": "afxdp",
+             "chain-userspace": "af_packet", "chain-combined": None}
+#: Model -> the pods' ports on the vSwitch: vhost-user from the Userspace CNI, or memif ports
+#: nfvlab adds to OVS (chain-combined: its chain ends are direct ports, see :func:`port_kind`).
+POD_PORTS = {"ovs-dpdk-vhost": "vhostuser", "ovs-dpdk-memif": "memif", "ovs-afxdp": "vhostuser",
+             "chain-userspace": "vhostuser", "chain-combined": "vhostuser"}
+#: memif ring size, log2 (4096 slots, like the other rings).
+MEMIF_RING_LOG2 = 12
+VSWITCH_POD = "vswitch"
+ROLE_LABEL = "nfvlab.io/role"
+#: Where the pod sees its shared-dir (the vhost-user sockets).
+VHOST_MOUNT = "/var/run/vhost"
+#: The node's OVS run directory: the Userspace CNI's ``ovs-vsctl`` uses its default database there.
+OVS_RUNDIR = "/var/run/openvswitch"
+#: What the local vSwitch leaves there (removed at teardown; the directory itself may be the host's).
+OVS_RUN_FILES = ("conf.db", ".conf.db.~lock~", "db.sock", "ovsdb-server.ctl", "ovs-vswitchd.ctl",
+                 "*.mgmt", "*.snoop")
+#: IP MTU of the user-space models' ports, bytes: DPDK 22.11's net_af_packet NIC ports carry at
+#: most 1518 B frames (as in the embedded lab).
+MTU = forwarder.STD_MTU
+#: Memory of a DPDK pod beyond its DPDK memory (testpmd's heap, the shell), MiB.
+POD_OVERHEAD_MIB = 256
+
+
+def is_userspace(model: str) -> bool:
+    return model in NIC_PORTS
+
+
+def port_kind(model: str, chain: list[str], pod: str, side: int) -> str:
+    """``vhostuser``, ``memif`` or ``direct`` (a NIC moved into the pod): ``pod``'s port ``side``."""
+    j = chain.index(pod)
+    if NIC_PORTS[model] is None and ((j, side) == (0, 0) or (j, side) == (len(chain) - 1, 1)):
+        return "direct"
+    return POD_PORTS[model]
+
+
+def uses_userspace_cni(model: str) -> bool:
+    return POD_PORTS[model] == "vhostuser"
+
+
+def socket_name(run_id: str, pod: str, side: int) -> str:
+    """The vhost-user socket (= OVS port) of ``pod``'s eth1 (side 0) or eth2 (side 1)."""
+    return f"vhu{run_id}{pod[3:]}{side}"
+
+
+def memif_port_name(run_id: str, pod: str, side: int) -> str:
+    """The OVS memif port of ``pod``'s port ``side`` (its socket: ``<port>.sock`` in the shared-dir)."""
+    return f"mif{run_id}{pod[3:]}{side}"
+
+
+def pod_port_name(model: str, run_id: str, pod: str, side: int) -> str:
+    """The OVS port of ``pod``'s port ``side`` for ``model``."""
+    return (memif_port_name if POD_PORTS[model] == "memif" else socket_name)(run_id, pod, side)
+
+
+def memif_devargs(index: int, path: str, role: str) -> str:
+    return f"net_memif{index},role={role},socket={path},socket-abstract=no,rsize={MEMIF_RING_LOG2}"
+
+
+def shared_dir(params: KubernetesParams, run_id: str, pod: str) -> str:
+    return f"{params.vhost_dir}/{run_id}/{pod}"
+
+
+def nad_name(pod: str, side: int, kind: str = "vhostuser") -> str:
+    return f"{pod}-{'direct' if kind == 'direct' else 'vhost'}{side}"
+
+
+def cni_config(params: KubernetesParams, run_id: str, pod: str, side: int) -> dict:
+    """The Userspace CNI config of ``pod``'s port ``side``: a vhost-user port on the node's OVS-DPDK
+    bridge, OVS the client of the socket the pod's testpmd serves; no IP (an L2 forwarder)."""
+    return {"cniVersion": "0.3.1", "type": "userspace", "name": nad_name(pod, side),
+            "kubeconfig": params.userspace_cni_kubeconfig or params.kubeconfig,
+            "logFile": f"{params.vhost_dir}/{run_id}/userspace-cni.log", "logLevel": "debug",
+            "host": {"engine": "ovs-dpdk", "iftype": "vhostuser", "netType": "bridge",
+                     "vhost": {"mode": "client", "socketfile": socket_name(run_id, pod, side)},
+                     "bridge": {"bridgeName": params.vswitch_bridge}},
+            "container": {"engine": "ovs-dpdk", "iftype": "vhostuser", "netType": "interface",
+                          "vhost": {"mode": "server"}}}
+
+
+def direct_config(params: KubernetesParams, pod: str, side: int) -> dict:
+    """The host-device CNI config moving NIC ``side`` into ``pod`` (no IP: testpmd's af_packet port)."""
+    return {"cniVersion": "0.3.1", "type": "host-device", "name": nad_name(pod, side, "direct"),
+            "device": params.nics[side]}
+
+
+def nads(scenario: Scenario, params: KubernetesParams, run_id: str, namespace: str, chain: list[str],
+         labels: dict) -> list[dict]:
+    """One NAD per pod port (each names its own socket, so each port is a distinct OVS port);
+    none for memif ports (nfvlab's, not the CNI's)."""
+    out = []
+    for pod in chain:
+        for side in (0, 1):
+            kind = port_kind(scenario.model, chain, pod, side)
+            if kind == "memif":
+                continue
+            cfg = (direct_config(params, pod, side) if kind == "direct"
+                   else cni_config(params, run_id, pod, side))
+            out.append({"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+                        "metadata": {"name": nad_name(pod, side, kind), "namespace": namespace,
+                                     "labels": dict(labels)},
+                        "spec": {"config": json.dumps(cfg, sort_keys=True)}})
+    return out
+
+
+def networks(model: str, namespace: str, chain: list[str], pod: str) -> list[dict]:
+    """The Multus networks annotation's entries of ``pod`` (its CNI-made ports as eth1/eth2)."""
+    kinds = {side: port_kind(model, chain, pod, side) for side in (0, 1)}
+    return [{"name": nad_name(pod, side, kind), "namespace": namespace, "interface": f"eth{side + 1}"}
+            for side, kind in kinds.items() if kind != "memif"]
+
+
+def eal_memory_args(hugepages: bool, memory_mb: int, prefix: str) -> list[str]:
+    """EAL memory options of a DPDK process in a pod (as the embedded lab's, with the pod's hugetlbfs)."""
+    if hugepages:
+        return ["--huge-dir", "/hugepages", "--in-memory", "--single-file-segments", "--file-prefix", prefix]
+    return ["--no-huge", "-m", str(memory_mb), "--file-prefix", prefix]
+
+
+def testpmd_argv(scenario: Scenario, run_id: str, pod: str, peer_macs: list[str], chain: list[str],
+                 lcores: str) -> list[str]:
+    """testpmd of ``pod``: virtio_user servers on its two sockets (or memif clients of OVS's),
+    MAC forwarding to ``peer_macs``."""
+    memif = POD_PORTS[scenario.model] == "memif"
+    ports = []
+    for side in (0, 1):
+        mac, kind = forwarder.pod_mac(int(pod[3:]), side), port_kind(scenario.model, chain, pod, side)
+        if kind == "direct":  # the NIC the host-device CNI moved in: its own MAC
+            vdev = vswitch.af_packet_devargs(side, f"eth{side + 1}", MTU)
+        elif memif:
+            path = f"{VHOST_MOUNT}/{memif_port_name(run_id, pod, side)}.sock"
+            vdev = f"{memif_devargs(side, path, 'client')},mac={mac}"
+        else:
+            vdev = (f"net_virtio_user{side},path={VHOST_MOUNT}/{socket_name(run_id, pod, side)},"
+                    f"server=1,queue_size={forwarder.RING_SIZE},mac={mac}")
+        ports.append(forwarder.PodPort(vdev, peer_macs[side]))
+    # memif: 2 queues, because OVS's PMD transmits on txq 1 (as in the embedded lab)
+    return [forwarder.TESTPMD, lcores, "--no-pci",
+            *eal_memory_args(scenario.resources.hugepages, forwarder.memory_mb(MTU), f"{pod}"),
+            *forwarder.forwarding_args(ports, MTU, queues=2 if memif else 1)]
+
+
+def pod_script(argv: list[str], cpus: frozenset[int]) -> str:
+    """The DPDK pod's start-up (busybox sh): testpmd on the plan's CPUs (or, with none planned, the
+    CPUs the pod may use: a Guaranteed pod's exclusive CPU), its log kept for the readiness probe."""
+    if cpus:
+        where = ",".join(map(str, sorted(cpus)))
+        lcores = shlex.quote(f"--lcores=0@({where}),1@({where})")
+    else:
+        lcores = '"--lcores=0@($cpus),1@($cpus)"'
+    cmd = " ".join(shlex.quote(a) if a != "LCORES" else lcores for a in argv)
+    return "\n".join([
+        "set -e",
+        "cpus=$(awk '/^Cpus_allowed_list/{print $2}' /proc/self/status)",
+        ": >/tmp/testpmd.log",
+        f"{cmd} >>/tmp/testpmd.log 2>&1 &",
+        "pid=$!",
+        # SIGTERM: testpmd stops its ports (its sockets go) before the pod is gone.
+        "trap 'kill -INT $pid; wait $pid; exit 0' TERM INT",
+        "tail -f /tmp/testpmd.log &",
+        # On a failure its last lines are the container's last (what nfvlab shows as the reason).
+        "wait $pid || { rc=$?; echo \"testpmd exited $rc:\"; tail -n 14 /tmp/testpmd.log; exit $rc; }",
+    ])
+
+
+def dpdk_pod(scenario: Scenario, params: KubernetesParams, run_id: str, namespace: str, name: str,
+             peer_macs: list[str], core_plan: Optional[CorePlan], base: dict, chain: list[str]) -> dict:
+    """A DPDK pod of the chain: ``base`` (render.pod's spec: placement, tolerations, CPU requests) with
+    testpmd instead of the kernel forwarder, hugepages as ``hugepages-2Mi``, the shared-dir volume."""
+    cpus = core_plan.pods.get(name, frozenset()) if core_plan is not None else frozenset()
+    argv = testpmd_argv(scenario, run_id, name, peer_macs, chain, "LCORES")
+    direct = any(port_kind(scenario.model, chain, name, side) == "direct" for side in (0, 1))
+    mem_mib = forwarder.memory_mb(MTU)
+    container = dict(base["spec"]["containers"][0])
+    res = {k: dict(v) for k, v in container["resources"].items()}
+    for part in ("requests", "limits"):
+        res[part]["memory"] = f"{(0 if scenario.resources.hugepages else mem_mib) + POD_OVERHEAD_MIB}Mi"
+        if scenario.resources.hugepages:
+            res[part]["hugepages-2Mi"] = f"{mem_mib}Mi"
+    volumes = [{"name": "shared-dir", "hostPath": {"path": shared_dir(params, run_id, name),
+                                                   "type": "DirectoryOrCreate"}}]
+    mounts = [{"name": "shared-dir", "mountPath": VHOST_MOUNT}]
+    if scenario.resources.hugepages:
+        volumes.append({"name": "hugepages", "emptyDir": {"medium": "HugePages-2Mi"}})
+        mounts.append({"name": "hugepages", "mountPath": "/hugepages"})
+    container.update({
+        "name": "testpmd", "image": params.dpdk_image, "imagePullPolicy": params.image_pull_policy,
+        "command": ["/bin/sh", "-c", pod_script(argv, cpus)], "resources": res, "volumeMounts": mounts,
+        # IPC_LOCK: DPDK locks its memory; SYS_NICE: it pins its lcores; a direct port (af_packet on
+        # the pod's own netdev): NET_RAW for the packet socket, NET_ADMIN to set its MAC and promiscuity.
+        "securityContext": {"capabilities": {"add": ["IPC_LOCK", "SYS_NICE", *(
+            ["NET_RAW", "NET_ADMIN"] if direct else [])]}},
+        # (timeout: the probe shares the CPUs with busy-polling forwarders)
+        "readinessProbe": {"exec": {"command": ["grep", "-q", forwarder.READY_LINE, "/tmp/testpmd.log"]},
+                           "periodSeconds": 1, "timeoutSeconds": 10},
+    })
+    spec = {k: v for k, v in base["spec"].items() if k != "securityContext"}
+    spec.update(containers=[container], volumes=volumes)
+    meta = json.loads(json.dumps(base["metadata"]))
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def vswitch_script(scenario: Scenario, params: KubernetesParams, run_id: str, core_plan: Optional[CorePlan],
+                   chain: list[str]) -> str:
+    """The local node's OVS-DPDK (busybox sh): database and daemons in :data:`OVS_RUNDIR`, the bridge
+    (secure: no flow but nfvlab's), its NIC ports (and the pods' memif ports), then ``/tmp/ready``."""
+    hugepages = scenario.resources.hugepages
+    eal = eal_memory_args(hugepages, vswitch.memory_mb(MTU), f"nfvl-{run_id}-ovs")
+    eal = [a for a in eal if a != "--in-memory"]  # OVS adds it itself
+    if not hugepages:
+        eal = ["--legacy-mem", *eal]  # OVS + --no-huge works only with legacy memory
+    pmd = sorted(core_plan.vswitch) if core_plan and core_plan.vswitch else []
+    control = ",".join(map(str, sorted(core_plan.generator))) if core_plan and core_plan.generator else ""
+    # per-port-memory: mempools sized by each port's queues. The shared pool's first try (262144
+    # mbufs) fails with ENOBUFS, which OVS does not retry, and a vhost-user port without DPDK NIC
+    # ports before it (afxdp NICs, direct pod ports) would get no mempool and never forward.
+    config = [f'other_config:dpdk-extra="{" ".join(eal)}"', "other_config:dpdk-init=true",
+              f"other_config:pmd-maxsleep={vswitch.PMD_MAXSLEEP_US}", "other_config:per-port-memory=true"]
+    if pmd:
+        config.append(f"other_config:pmd-cpu-mask={vswitch.cpu_mask(pmd)}")
+    if hugepages:
+        mb = vswitch.memory_mb(MTU)
+        config += [f"other_config:dpdk-socket-mem={mb}", f"other_config:dpdk-socket-limit={mb}"]
+    br = params.vswitch_bridge
+    lines = [
+        "set -e",
+        f"R={OVS_RUNDIR}",
+        "rm -f $R/conf.db $R/db.sock $R/*.ctl $R/*.pid",
+        # libxdp (afxdp ports) pins its XDP dispatcher in bpffs, which a container's /sys lacks
+        "mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf",
+        f"ovsdb-tool create $R/conf.db {vswitch.SCHEMA}",
+        "ovsdb-server $R/conf.db --remote=punix:$R/db.sock --unixctl=$R/ovsdb-server.ctl -vconsole:info -vsyslog:off &",
+        "while [ ! -S $R/db.sock ]; do sleep 0.1; done",
+        "ovs-vsctl --no-wait init",
+        "ovs-vsctl --no-wait set Open_vSwitch . " + " ".join(shlex.quote(c) for c in config),
+        (f"taskset -c {control} " if control else "")
+        + f"{vswitch.VSWITCHD} unix:$R/db.sock --unixctl=$R/ovs-vswitchd.ctl -vconsole:info -vsyslog:off &",
+        "ovs-vsctl --timeout=60 wait-until Open_vSwitch . dpdk_initialized=true",
+        f"ovs-vsctl add-br {br} -- set bridge {br} datapath_type=netdev fail-mode=secure",
+    ]
+    for side, ofport in vswitch.NIC_OFPORT.items() if NIC_PORTS[scenario.model] else ():
+        nic, name = params.nics[side], nic_port(scenario.model, params, side)
+        if NIC_PORTS[scenario.model] == "afxdp":
+            iface_opts = ["type=afxdp", "options:xdp-mode=native", "options:n_rxq=1"]
+        else:
+            iface_opts = ["type=dpdk", f"options:dpdk-devargs={vswitch.af_packet_devargs(side, nic, MTU)}"]
+        lines.append(f"ovs-vsctl add-port {br} {name} -- set Interface {name} ofport_request={ofport} "
+                     + " ".join(shlex.quote(o) for o in iface_opts))
+        lines.append(f'e=$(ovs-vsctl get Interface {name} error); [ "$e" = "[]" ] || '
+                     f'{{ echo "OVS port {name}: $e"; exit 1; }}')
+    if POD_PORTS[scenario.model] == "memif":
+        for j, pod in enumerate(chain):
+            d = shared_dir(params, run_id, pod)
+            lines.append(f"mkdir -p {d}")
+            for side in (0, 1):
+                name = memif_port_name(run_id, pod, side)
+                devargs = memif_devargs(2 * j + side, f"{d}/{name}.sock", "server")
+                lines.append(f"ovs-vsctl add-port {br} {name} -- set Interface {name} type=dpdk "
+                             f"options:dpdk-devargs={shlex.quote(devargs)} options:n_rxq=2")
+                lines.append(f'e=$(ovs-vsctl get Interface {name} error); [ "$e" = "[]" ] || '
+                             f'{{ echo "OVS port {name}: $e"; exit 1; }}')
+    lines += ["touch /tmp/ready", "echo nfvlab-vswitch-ready",
+              "trap 'kill $(jobs -p) 2>/dev/null; wait; exit 0' TERM INT", "wait"]
+    return "\n".join(lines)
+
+
+def vswitch_pod(scenario: Scenario, params: KubernetesParams, run_id: str, namespace: str,
+                core_plan: Optional[CorePlan], labels: dict, node_selector: dict, chain: list[str]) -> dict:
+    """The local node's vSwitch as the run's pod: host network (the NIC ports are the host's links),
+    privileged (DPDK, packet sockets, XDP), Burstable (its PMD CPU comes from the core plan, not the
+    CPU manager), :data:`OVS_RUNDIR` and the run's vhost dir from the host."""
+    mb = vswitch.memory_mb(MTU)
+    requests = {"cpu": "100m", "memory": f"{POD_OVERHEAD_MIB}Mi"}
+    limits: dict = {}
+    volumes = [{"name": "ovs-run", "hostPath": {"path": OVS_RUNDIR, "type": "DirectoryOrCreate"}},
+               {"name": "vhost", "hostPath": {"path": f"{params.vhost_dir}/{run_id}", "type": "DirectoryOrCreate"}}]
+    mounts = [{"name": "ovs-run", "mountPath": OVS_RUNDIR},
+              {"name": "vhost", "mountPath": f"{params.vhost_dir}/{run_id}"}]
+    if scenario.resources.hugepages:
+        requests["hugepages-2Mi"] = limits["hugepages-2Mi"] = f"{mb}Mi"
+        volumes.append({"name": "hugepages", "emptyDir": {"medium": "HugePages-2Mi"}})
+        mounts.append({"name": "hugepages", "mountPath": "/hugepages"})
+    container = {"name": "ovs", "image": params.vswitch_image, "imagePullPolicy": params.image_pull_policy,
+                 "command": ["/bin/sh", "-c", vswitch_script(scenario, params, run_id, core_plan, chain)],
+                 "resources": {"requests": requests, **({"limits": limits} if limits else {})},
+                 "securityContext": {"privileged": True}, "volumeMounts": mounts,
+                 "readinessProbe": {"exec": {"command": ["test", "-f", "/tmp/ready"]}, "periodSeconds": 1,
+                                    "timeoutSeconds": 10}}
+    spec: dict = {"nodeSelector": dict(node_selector), "hostNetwork": True, "restartPolicy": "Never",
+                  "terminationGracePeriodSeconds": 5, "automountServiceAccountToken": False,
+                  "containers": [container], "volumes": volumes}
+    if params.tolerations:
+        spec["tolerations"] = [dict(t) for t in params.tolerations]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": VSWITCH_POD, "namespace": namespace,
+                         "labels": {**labels, ROLE_LABEL: "vswitch"}},
+            "spec": spec}
+
+
+def nic_port(model: str, params: KubernetesParams, side: int) -> str:
+    """OVS port name of NIC ``side``: a DPDK port ``dpdk-nicN``, or (afxdp) the netdev itself."""
+    return params.nics[side] if NIC_PORTS[model] == "afxdp" else f"dpdk-nic{side}"
+
+
+def cross_connects(model: str, params: KubernetesParams, run_id: str, chain: list[str]) -> list[tuple[str, str]]:
+    """OVS port-name pairs to cross-connect: NIC 0 - pod1 eth1, each pod's eth2 - the next pod's eth1,
+    the last pod's eth2 - NIC 1 (chain-combined: only the pod-to-pod links; its ends are direct)."""
+    pods = [pod_port_name(model, run_id, pod, side) for pod in chain for side in (0, 1)]
+    if NIC_PORTS[model] is None:
+        pods = pods[1:-1]
+    else:
+        pods = [nic_port(model, params, 0), *pods, nic_port(model, params, 1)]
+    return [(pods[i], pods[i + 1]) for i in range(0, len(pods), 2)]
+
+
+def peer_macs(chain: list[str], tg_macs: list[str]) -> dict[str, list[str]]:
+    """Pod -> the destination MACs of its port 0 and port 1 frames: the generator port or the
+    neighbouring pod's port on that side."""
+    out = {}
+    for j, pod in enumerate(chain):
+        left = tg_macs[0] if j == 0 else forwarder.pod_mac(int(chain[j - 1][3:]), 1)
+        right = tg_macs[1] if j == len(chain) - 1 else forwarder.pod_mac(int(chain[j + 1][3:]), 0)
+        out[pod] = [left, right]
+    return out
