@@ -166,6 +166,14 @@ def test_chain_combined_has_direct_north_south_ports_and_a_user_space_east_west_
         ("vhuabc12311", "vhuabc12320")]
 
 
+def test_models_nfvlab_cannot_render_say_why_and_what_to_name_instead():
+    lab = kb.KubernetesLab(P.LabParams(kind="kubernetes", kubernetes=_kparams(cabling="local")))
+    for model, because in (("afxdp-cni", "pools physical ports only"), ("vpp", "VPP 19.04's API files"),
+                           ("ovs-dpdk-tap", "has no CNI")):
+        why = lab.check(Scenario(model))
+        assert len(why) == 1 and because in why[0] and f"kubernetes.networks.{model})" in why[0], why
+
+
 def test_user_space_models_without_a_local_vswitch_are_refused_with_the_reason():
     lab = kb.KubernetesLab(P.LabParams(kind="kubernetes", kubernetes=_kparams()))
     why = lab.check(Scenario("ovs-dpdk-vhost"))

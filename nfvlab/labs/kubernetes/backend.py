@@ -248,7 +248,8 @@ class KubernetesLab:
         if model in render.EBPF_MODELS:
             pass  # decided by the primary CNI (cluster facts)
         elif not render.renders(scenario, p):
-            why.append(f"it needs secondary networks nfvlab does not render (name two "
+            because = f": {render.NOT_RENDERED_WHY[model]}" if model in render.NOT_RENDERED_WHY else ""
+            why.append(f"it needs secondary networks nfvlab does not render{because} (name two "
                        f"NetworkAttachmentDefinitions the cluster has in kubernetes.networks.{model})")
         if model == "linux-bridge" and p.cabling != "local" and model not in p.networks:
             why.append("linux-bridge needs the node's NIC ports on a bridge; nfvlab wires that only with "

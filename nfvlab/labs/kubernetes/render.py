@@ -62,6 +62,18 @@ CNI_KEYS = {
 IPAM_KEYS = {"type", "addresses", "routes", "dns"}
 
 
+#: Why nfvlab renders no networks for a model (it then takes the cluster's, named in ``networks``).
+NOT_RENDERED_WHY = {
+    "afxdp-cni": "the AF_XDP device plugin pools physical ports only (a netdev with /sys/class/net/<if>/device: "
+                 "veths, the local node's NIC ports, are dropped), and DPDK 22.11's af_xdp driver cannot take "
+                 "the plugin's sockets (use_cni came in DPDK 23.03)",
+    "vpp": "the Userspace CNI's VPP engine needs Go bindings generated from VPP 19.04's API files, which no "
+           "registry serves (scripts/k8s/cni-userspace.sh)",
+    "ovs-dpdk-tap": "a pod's kernel tap port of the node's OVS-DPDK has no CNI (the Userspace CNI makes "
+                    "vhost-user ports)",
+}
+
+
 def rendered_models() -> list[str]:
     """Models whose networks nfvlab renders (kernel CNIs, and the Userspace CNI's DPDK pods)."""
     return [*CNI_OF, *userspace.NIC_PORTS]
