@@ -279,8 +279,10 @@ def _render(a) -> int:
         raise CliError("lab render: give --lab-profile with kind: kubernetes (see docs/kubernetes.md)")
     scenario = _scenario(a)
     if not render.renders(scenario, lab.kubernetes):
-        raise CliError(f"lab render: {scenario.model} has no rendered networks on Kubernetes (models: "
-                       f"{', '.join(render.rendered_models())}; others need kubernetes.networks.{scenario.model})")
+        why = render.NOT_RENDERED_WHY.get(scenario.model, "nfvlab renders networks for "
+                                          + ", ".join(render.rendered_models()))
+        raise CliError(f"lab render: {scenario.model} has no rendered networks on Kubernetes: {why} (name two "
+                       f"NetworkAttachmentDefinitions the cluster has in kubernetes.networks.{scenario.model})")
     why = render.density_reasons(scenario, lab.kubernetes)
     if why:
         raise CliError(f"lab render: {scenario.label} cannot run on this cluster: {why[0]}")

@@ -302,6 +302,11 @@ class KubernetesParams(_Strict):
     vhost_dir: str = Field(default="/run/nfvlab/k8s-vhost", pattern=r"^/\S+$")
     """Node directory holding each run's vhost-user sockets (the DPDK pods' ``shared-dir``
     hostPath volume; the Userspace CNI and OVS use the same path)."""
+    vpp_bridge_id: int = Field(default=1, ge=1)
+    """``vpp`` (Userspace CNI, VPP engine): the node VPP's bridge domain the pods' memif ports join
+    (the node's NIC ports must be in it: the node's VPP, configured by its operator)."""
+    afxdp_resource: str = Field(default="afxdp/nfvlab", pattern=r"^[A-Za-z0-9.-]+/[A-Za-z0-9_.-]+$")
+    """``afxdp-cni``: the AF_XDP device plugin's pool resource a DPDK pod asks two netdevs of."""
     userspace_cni_kubeconfig: Optional[str] = None
     """Kubeconfig on the node the Userspace CNI reads the pod with (its ``kubeconfig`` key);
     default: ``kubeconfig`` (right for ``cabling: local``, where the node is this host)."""

@@ -243,7 +243,7 @@ class KubernetesLab:
         """What the profile alone rules out (no cluster call)."""
         p, model, res = self.params, scenario.model, scenario.resources
         why = []
-        if userspace.is_userspace(model):
+        if render.dpdk_pods(scenario, p):
             return why + self._userspace_reasons(scenario)
         if model in render.EBPF_MODELS:
             pass  # decided by the primary CNI (cluster facts)
@@ -266,7 +266,9 @@ class KubernetesLab:
         """What rules out a user-space model before the cluster is asked: the local node's vSwitch,
         the Userspace CNI on the node, the core plan (docs/core-plan.md)."""
         p, model, res = self.params, scenario.model, scenario.resources
-        if p.cabling != "local":
+        if p.cabling == "local" and model in userspace.LOCAL_WHY:
+            return [userspace.LOCAL_WHY[model]]
+        if p.cabling != "local" and userspace.runs_ovs(model):
             return [f"{model}'s vhost-user ports are cross-connected on the node's OVS-DPDK by flows nfvlab "
                     "programs only on a vSwitch it runs (cabling local); on a real cluster the vSwitch and its "
                     "flows are the node's own (nfvlab lab render prints the NADs and DPDK pods)"]
@@ -397,7 +399,7 @@ class KubernetesLab:
     def mtu(self, scenario: Scenario) -> int:
         """IP MTU of the scenario's data path: the profile's, at most what a user-space model's
         DPDK NIC ports carry (1500)."""
-        return min(self.link_mtu, userspace.MTU) if userspace.is_userspace(scenario.model) else self.link_mtu
+        return min(self.link_mtu, userspace.MTU) if render.dpdk_pods(scenario, self.params) else self.link_mtu
 
     def describe(self) -> dict:
         out: dict = {"lab_kind": self.kind, "node": self.params.node, "cabling": self.params.cabling}
@@ -469,17 +471,23 @@ class KubernetesLab:
         if p.cabling == "local":  # the node's NIC ports are this host's links until a pod takes them
             info["node_nics"] = {nic: nic_info(nic) for nic in p.nics}
         core_plan = self.core_plan(scenario)
-        dpdk = userspace.is_userspace(scenario.model)
-        if dpdk:
+        dpdk = render.dpdk_pods(scenario, p)
+        ovs = dpdk and userspace.runs_ovs(scenario.model)
+        if dpdk and p.cabling == "local":
             # What the pods will create on the node (this host), recorded before they exist.
             st.host_paths += [f"{p.vhost_dir}/{run_id}",
                               *(f"{userspace.OVS_RUNDIR}/{f}" for f in userspace.OVS_RUN_FILES)]
             st.host_dirs += [d for d in (userspace.OVS_RUNDIR, p.vhost_dir) if not os.path.exists(d)]
             st.save()
+        if dpdk:
             info.update(core_plan=core_plan.describe() if core_plan else None, mtu=self.mtu(scenario),
-                        vswitch={"kind": "ovs-dpdk", "run_by": "nfvlab (the run's vswitch pod)",
-                                 "bridge": p.vswitch_bridge, "nic_ports": userspace.NIC_PORTS[scenario.model]},
                         forwarder="dpdk-testpmd --forward-mode=mac (the draft's l2fwd)")
+        if ovs:
+            info["vswitch"] = {"kind": "ovs-dpdk", "run_by": "nfvlab (the run's vswitch pod)",
+                               "bridge": p.vswitch_bridge, "nic_ports": userspace.NIC_PORTS[scenario.model]}
+        elif dpdk and userspace.NIC_PORTS[scenario.model] == "vpp":
+            info["vswitch"] = {"kind": "vpp", "run_by": "the node (never installed by nfvlab)",
+                               "bridge_id": p.vpp_bridge_id}
         objects = render.manifests(scenario, p, run_id, tg_macs, core_plan)
         problems = [x for m in objects for x in render.validate(m, p)]
         if problems:
@@ -499,7 +507,7 @@ class KubernetesLab:
                           "create_to_ready_s": t["pod_create_to_ready_s"],
                           "create_to_interfaces_s": t["pod_create_to_interfaces_s"]}
         chain = render.chains(scenario)[0]
-        if dpdk:
+        if ovs:
             info["flows"] = self._cross_connect(scenario, run_id, chain)
         pod, timings = ready["pod1"]["pod"], {k: v for k, v in ready["pod1"].items() if k != "pod"}
         node = pod["spec"].get("nodeName")
@@ -519,10 +527,11 @@ class KubernetesLab:
             streams_ports = [Port("generator", "0"), Port("generator", "1")]
         tx = streams_ports
         # Frames enter the chain at its first pod's eth1 and, the other way, at its last pod's eth2
-        # (a DPDK pod's ports are no netdevs: their MACs are the forwarder's plan).
+        # (a DPDK pod's socket ports are no netdevs: their MACs are the forwarder's plan; a port on the
+        # pod's own netdev, af_packet or af_xdp, has the netdev's).
         direct = {0: True, 1: True} if not dpdk else {
-            0: userspace.port_kind(scenario.model, chain, chain[0], 0) == "direct",
-            1: userspace.port_kind(scenario.model, chain, chain[-1], 1) == "direct"}
+            0: userspace.port_kind(scenario.model, chain, chain[0], 0) in ("direct", "afxdp"),
+            1: userspace.port_kind(scenario.model, chain, chain[-1], 1) in ("direct", "afxdp")}
         first = _interface_macs(pod)["eth1"] if direct[0] else forwarder.pod_mac(int(chain[0][3:]), 0)
         last = (_interface_macs(ready[chain[-1]]["pod"])["eth2"] if direct[1]
                 else forwarder.pod_mac(int(chain[-1][3:]), 1))

@@ -58,25 +58,36 @@ CNI_KEYS = {
     # Userspace CNI (pkg/types NetConf of the pinned version).
     "userspace": {"cniVersion", "name", "type", "kubeconfig", "sharedDir", "logFile", "logLevel", "host",
                   "container", "ipam"},
+    # AF_XDP CNI (intel/afxdp-plugins-for-kubernetes v0.0.3, internal/cni/cni.go).
+    "afxdp": {"cniVersion", "name", "type", "mode", "deviceID", "ipam", "skipUnloadBpf", "queues", "logFile",
+              "logLevel"},
 }
 IPAM_KEYS = {"type", "addresses", "routes", "dns"}
 
 
 #: Why nfvlab renders no networks for a model (it then takes the cluster's, named in ``networks``).
 NOT_RENDERED_WHY = {
-    "afxdp-cni": "the AF_XDP device plugin pools physical ports only (a netdev with /sys/class/net/<if>/device: "
-                 "veths, the local node's NIC ports, are dropped), and DPDK 22.11's af_xdp driver cannot take "
-                 "the plugin's sockets (use_cni came in DPDK 23.03)",
-    "vpp": "the Userspace CNI's VPP engine needs Go bindings generated from VPP 19.04's API files, which no "
-           "registry serves (scripts/k8s/cni-userspace.sh)",
     "ovs-dpdk-tap": "a pod's kernel tap port of the node's OVS-DPDK has no CNI (the Userspace CNI makes "
                     "vhost-user ports)",
+    "ebpf-tc": "its data path is the cluster's primary CNI in eBPF mode (Cilium, Calico eBPF: detected, never "
+               "installed); the pod's eth1/eth2 come from networks the cluster has",
+    "ebpf-xdp": "its data path is the cluster's primary CNI in eBPF mode (Cilium, Calico eBPF: detected, never "
+                "installed); the pod's eth1/eth2 come from networks the cluster has",
+    "host-routing": "the worker's router between its NIC ports and the pod is node routing, for which nfvlab "
+                    "renders no object",
 }
 
 
 def rendered_models() -> list[str]:
     """Models whose networks nfvlab renders (kernel CNIs, and the Userspace CNI's DPDK pods)."""
     return [*CNI_OF, *userspace.NIC_PORTS]
+
+
+def dpdk_pods(scenario: Scenario, params: KubernetesParams) -> bool:
+    """Does nfvlab render ``scenario`` as the draft's DPDK pods (:mod:`userspace`)? Not when the
+    profile names the cluster's own networks for it (or Calico/VPP's memif annotation)."""
+    return (userspace.is_userspace(scenario.model) and scenario.model not in params.networks
+            and not calico_vpp_memif(scenario, params))
 
 
 def renders(scenario: Scenario, params: KubernetesParams) -> bool:
@@ -189,9 +200,11 @@ def pod_requests(scenario: Scenario, params: KubernetesParams) -> dict[str, str]
     out = {name: str(n) for name, n in params.device_resources.get(scenario.model, {}).items()}
     if CNI_OF.get(scenario.model) == "sriov":
         out[params.sriov_resource] = "2"
+    if dpdk_pods(scenario, params) and userspace.POD_PORTS[scenario.model] == "afxdp":
+        out[params.afxdp_resource] = "2"
     if scenario.resources.hugepages:
         # A DPDK pod's memory is its testpmd's (as in the embedded lab); a kernel pod's a token.
-        out["hugepages-2Mi"] = (f"{forwarder.memory_mb(userspace.MTU)}Mi" if userspace.is_userspace(scenario.model)
+        out["hugepages-2Mi"] = (f"{forwarder.memory_mb(userspace.MTU)}Mi" if dpdk_pods(scenario, params)
                                 else "64Mi")
     return out
 
@@ -367,7 +380,7 @@ def manifests(scenario: Scenario, params: KubernetesParams, run_id: str = "00000
     """Every object a run of ``scenario`` creates, in creation order (the user-space models: the
     vSwitch pod, when nfvlab runs it, before the DPDK pods whose ports it serves)."""
     macs = tg_macs or params.tg_macs or ["02:00:00:00:00:01", "02:00:00:00:00:02"]
-    if userspace.is_userspace(scenario.model):
+    if dpdk_pods(scenario, params):
         out = [namespace(params, run_id), *_userspace_objects(scenario, params, run_id, macs, core_plan)]
     else:
         out = [namespace(params, run_id), *nads(scenario, params, run_id), *link_nads(scenario, params, run_id),
@@ -385,7 +398,7 @@ def _userspace_objects(scenario: Scenario, params: KubernetesParams, run_id: str
     ns, chain = namespace_name(params, run_id), chains(scenario)[0]
     labels = {RUN_LABEL: run_id}
     out = userspace.nads(scenario, params, run_id, ns, chain, labels)
-    if params.cabling == "local":
+    if params.cabling == "local" and userspace.runs_ovs(scenario.model):
         out.append(userspace.vswitch_pod(scenario, params, run_id, ns, core_plan, labels,
                                          node_selector(params, "pod1"), chain))
     peers = userspace.peer_macs(chain, macs)

@@ -44,13 +44,28 @@ from nfvlab.params import KubernetesParams
 from nfvlab.scenario import Scenario
 from nfvlab.scenario.resources import CorePlan
 
-#: Model -> OVS port type towards the node's NICs (None: the NICs are the pods' direct ports).
+#: Model -> OVS port type towards the node's NICs (None: no vSwitch NIC ports, the pods' ports are
+#: on the NICs; ``vpp``: the node's VPP's own, never programmed by nfvlab).
 NIC_PORTS = {"ovs-dpdk-vhost": "af_packet", "ovs-dpdk-memif": "af_packet", "ovs-afxdp": "afxdp",
-             "chain-userspace": "af_packet", "chain-combined": None}
-#: Model -> the pods' ports on the vSwitch: vhost-user from the Userspace CNI, or memif ports
-#: nfvlab adds to OVS (chain-combined: its chain ends are direct ports, see :func:`port_kind`).
+             "chain-userspace": "af_packet", "chain-combined": None, "vpp": "vpp", "afxdp-cni": None}
+#: Model -> the pods' ports: ``vhostuser`` (Userspace CNI, OVS-DPDK), ``memif`` (nfvlab's OVS memif
+#: ports), ``vpp-memif`` (Userspace CNI, VPP engine: memif in the node VPP's bridge domain),
+#: ``afxdp`` (the AF_XDP CNI's netdev from the device plugin's pool). chain-combined's chain ends
+#: are ``direct`` ports (:func:`port_kind`).
 POD_PORTS = {"ovs-dpdk-vhost": "vhostuser", "ovs-dpdk-memif": "memif", "ovs-afxdp": "vhostuser",
-             "chain-userspace": "vhostuser", "chain-combined": "vhostuser"}
+             "chain-userspace": "vhostuser", "chain-combined": "vhostuser", "vpp": "vpp-memif",
+             "afxdp-cni": "afxdp"}
+#: Models whose chain ends are NICs moved into the pods (host-device CNI).
+DIRECT_ENDS = ("chain-combined",)
+#: Why the local cluster (the node is this host) cannot run a model nfvlab renders.
+LOCAL_WHY = {
+    "vpp": "the local node has no VPP (Debian ships none and no registry here serves it) and the Userspace "
+           "CNI's VPP engine needs Go bindings generated from VPP 19.04's API files, which no registry serves "
+           "(scripts/k8s/cni-userspace.sh stubs it)",
+    "afxdp-cni": "the AF_XDP device plugin pools physical ports only (a netdev with /sys/class/net/<if>/device; "
+                 "the local node's NIC ports are veths), and DPDK 22.11's af_xdp driver cannot take the "
+                 "plugin's sockets (use_cni came in DPDK 23.03)",
+}
 #: memif ring size, log2 (4096 slots, like the other rings).
 MEMIF_RING_LOG2 = 12
 VSWITCH_POD = "vswitch"
@@ -74,15 +89,20 @@ def is_userspace(model: str) -> bool:
 
 
 def port_kind(model: str, chain: list[str], pod: str, side: int) -> str:
-    """``vhostuser``, ``memif`` or ``direct`` (a NIC moved into the pod): ``pod``'s port ``side``."""
+    """:data:`POD_PORTS`' kind, or ``direct`` (a NIC moved into the pod): ``pod``'s port ``side``."""
     j = chain.index(pod)
-    if NIC_PORTS[model] is None and ((j, side) == (0, 0) or (j, side) == (len(chain) - 1, 1)):
+    if model in DIRECT_ENDS and ((j, side) == (0, 0) or (j, side) == (len(chain) - 1, 1)):
         return "direct"
     return POD_PORTS[model]
 
 
 def uses_userspace_cni(model: str) -> bool:
-    return POD_PORTS[model] == "vhostuser"
+    return POD_PORTS[model] in ("vhostuser", "vpp-memif")
+
+
+def runs_ovs(model: str) -> bool:
+    """Is the model's vSwitch an OVS-DPDK (nfvlab's on the local node, cross-connected by its flows)?"""
+    return POD_PORTS[model] in ("vhostuser", "memif")
 
 
 def socket_name(run_id: str, pod: str, side: int) -> str:
@@ -96,8 +116,8 @@ def memif_port_name(run_id: str, pod: str, side: int) -> str:
 
 
 def pod_port_name(model: str, run_id: str, pod: str, side: int) -> str:
-    """The OVS port of ``pod``'s port ``side`` for ``model``."""
-    return (memif_port_name if POD_PORTS[model] == "memif" else socket_name)(run_id, pod, side)
+    """The vSwitch port (and socket) of ``pod``'s port ``side`` for ``model``."""
+    return (memif_port_name if POD_PORTS[model] in ("memif", "vpp-memif") else socket_name)(run_id, pod, side)
 
 
 def memif_devargs(index: int, path: str, role: str) -> str:
@@ -108,8 +128,11 @@ def shared_dir(params: KubernetesParams, run_id: str, pod: str) -> str:
     return f"{params.vhost_dir}/{run_id}/{pod}"
 
 
+NAD_KIND_NAMES = {"vhostuser": "vhost", "direct": "direct", "vpp-memif": "memif", "afxdp": "afxdp"}
+
+
 def nad_name(pod: str, side: int, kind: str = "vhostuser") -> str:
-    return f"{pod}-{'direct' if kind == 'direct' else 'vhost'}{side}"
+    return f"{pod}-{NAD_KIND_NAMES[kind]}{side}"
 
 
 def cni_config(params: KubernetesParams, run_id: str, pod: str, side: int) -> dict:
@@ -123,6 +146,25 @@ def cni_config(params: KubernetesParams, run_id: str, pod: str, side: int) -> di
                      "bridge": {"bridgeName": params.vswitch_bridge}},
             "container": {"engine": "ovs-dpdk", "iftype": "vhostuser", "netType": "interface",
                           "vhost": {"mode": "server"}}}
+
+
+def vpp_config(params: KubernetesParams, run_id: str, pod: str, side: int) -> dict:
+    """The Userspace CNI config (VPP engine) of ``pod``'s port ``side``: a memif in the node VPP's
+    bridge domain ``vpp_bridge_id``, VPP the master, the pod's net_memif the slave."""
+    return {"cniVersion": "0.3.1", "type": "userspace", "name": nad_name(pod, side, "vpp-memif"),
+            "kubeconfig": params.userspace_cni_kubeconfig or params.kubeconfig,
+            "host": {"engine": "vpp", "iftype": "memif", "netType": "bridge",
+                     "memif": {"role": "master", "mode": "ethernet",
+                               "socketfile": f"{memif_port_name(run_id, pod, side)}.sock"},
+                     "bridge": {"bridgeId": params.vpp_bridge_id}},
+            "container": {"engine": "vpp", "iftype": "memif", "netType": "interface",
+                          "memif": {"role": "slave", "mode": "ethernet"}}}
+
+
+def afxdp_config(pod: str, side: int) -> dict:
+    """The AF_XDP CNI config of ``pod``'s port ``side``: a netdev of the device plugin's pool moved
+    into the pod (the NAD's resourceName annotation names the pool)."""
+    return {"cniVersion": "0.3.0", "type": "afxdp", "mode": "primary", "name": nad_name(pod, side, "afxdp")}
 
 
 def direct_config(params: KubernetesParams, pod: str, side: int) -> dict:
@@ -141,12 +183,15 @@ def nads(scenario: Scenario, params: KubernetesParams, run_id: str, namespace: s
             kind = port_kind(scenario.model, chain, pod, side)
             if kind == "memif":
                 continue
-            cfg = (direct_config(params, pod, side) if kind == "direct"
-                   else cni_config(params, run_id, pod, side))
+            cfg = {"direct": lambda: direct_config(params, pod, side),
+                   "vpp-memif": lambda: vpp_config(params, run_id, pod, side),
+                   "afxdp": lambda: afxdp_config(pod, side),
+                   "vhostuser": lambda: cni_config(params, run_id, pod, side)}[kind]()
+            meta = {"name": nad_name(pod, side, kind), "namespace": namespace, "labels": dict(labels)}
+            if kind == "afxdp":
+                meta["annotations"] = {"k8s.v1.cni.cncf.io/resourceName": params.afxdp_resource}
             out.append({"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
-                        "metadata": {"name": nad_name(pod, side, kind), "namespace": namespace,
-                                     "labels": dict(labels)},
-                        "spec": {"config": json.dumps(cfg, sort_keys=True)}})
+                        "metadata": meta, "spec": {"config": json.dumps(cfg, sort_keys=True)}})
     return out
 
 
@@ -168,13 +213,15 @@ def testpmd_argv(scenario: Scenario, run_id: str, pod: str, peer_macs: list[str]
                  lcores: str) -> list[str]:
     """testpmd of ``pod``: virtio_user servers on its two sockets (or memif clients of OVS's),
     MAC forwarding to ``peer_macs``."""
-    memif = POD_PORTS[scenario.model] == "memif"
+    memif = POD_PORTS[scenario.model] == "memif"  # OVS's memif ports
     ports = []
     for side in (0, 1):
         mac, kind = forwarder.pod_mac(int(pod[3:]), side), port_kind(scenario.model, chain, pod, side)
         if kind == "direct":  # the NIC the host-device CNI moved in: its own MAC
             vdev = vswitch.af_packet_devargs(side, f"eth{side + 1}", MTU)
-        elif memif:
+        elif kind == "afxdp":  # the pool's netdev: testpmd loads its own XDP program (DPDK 22.11)
+            vdev = f"net_af_xdp{side},iface=eth{side + 1},start_queue=0,queue_count=1"
+        elif kind in ("memif", "vpp-memif"):  # OVS's (nfvlab's port) or VPP's (the CNI's) the server
             path = f"{VHOST_MOUNT}/{memif_port_name(run_id, pod, side)}.sock"
             vdev = f"{memif_devargs(side, path, 'client')},mac={mac}"
         else:
@@ -187,7 +234,7 @@ def testpmd_argv(scenario: Scenario, run_id: str, pod: str, peer_macs: list[str]
             *forwarder.forwarding_args(ports, MTU, queues=2 if memif else 1)]
 
 
-def pod_script(argv: list[str], cpus: frozenset[int]) -> str:
+def pod_script(argv: list[str], cpus: frozenset[int], bpffs: bool = False) -> str:
     """The DPDK pod's start-up (busybox sh): testpmd on the plan's CPUs (or, with none planned, the
     CPUs the pod may use: a Guaranteed pod's exclusive CPU), its log kept for the readiness probe."""
     if cpus:
@@ -199,6 +246,8 @@ def pod_script(argv: list[str], cpus: frozenset[int]) -> str:
     return "\n".join([
         "set -e",
         "cpus=$(awk '/^Cpus_allowed_list/{print $2}' /proc/self/status)",
+        # af_xdp: libxdp pins its dispatcher in bpffs, which a container's /sys lacks
+        *(["mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf"] if bpffs else []),
         ": >/tmp/testpmd.log",
         f"{cmd} >>/tmp/testpmd.log 2>&1 &",
         "pid=$!",
@@ -210,13 +259,26 @@ def pod_script(argv: list[str], cpus: frozenset[int]) -> str:
     ])
 
 
+def capabilities(kinds: set[str]) -> list[str]:
+    """Capabilities of a DPDK pod with ports of ``kinds``: IPC_LOCK (DPDK locks its memory), SYS_NICE
+    (it pins its lcores); a port on the pod's own netdev (af_packet, af_xdp): NET_RAW for the socket,
+    NET_ADMIN for its MAC and promiscuity; af_xdp (DPDK 22.11 loads its own XDP program, no
+    use_cni): SYS_ADMIN and BPF for the program and bpffs."""
+    caps = ["IPC_LOCK", "SYS_NICE"]
+    if kinds & {"direct", "afxdp"}:
+        caps += ["NET_RAW", "NET_ADMIN"]
+    if "afxdp" in kinds:
+        caps += ["SYS_ADMIN", "BPF"]
+    return caps
+
+
 def dpdk_pod(scenario: Scenario, params: KubernetesParams, run_id: str, namespace: str, name: str,
              peer_macs: list[str], core_plan: Optional[CorePlan], base: dict, chain: list[str]) -> dict:
     """A DPDK pod of the chain: ``base`` (render.pod's spec: placement, tolerations, CPU requests) with
     testpmd instead of the kernel forwarder, hugepages as ``hugepages-2Mi``, the shared-dir volume."""
     cpus = core_plan.pods.get(name, frozenset()) if core_plan is not None else frozenset()
     argv = testpmd_argv(scenario, run_id, name, peer_macs, chain, "LCORES")
-    direct = any(port_kind(scenario.model, chain, name, side) == "direct" for side in (0, 1))
+    kinds = {port_kind(scenario.model, chain, name, side) for side in (0, 1)}
     mem_mib = forwarder.memory_mb(MTU)
     container = dict(base["spec"]["containers"][0])
     res = {k: dict(v) for k, v in container["resources"].items()}
@@ -224,6 +286,8 @@ def dpdk_pod(scenario: Scenario, params: KubernetesParams, run_id: str, namespac
         res[part]["memory"] = f"{(0 if scenario.resources.hugepages else mem_mib) + POD_OVERHEAD_MIB}Mi"
         if scenario.resources.hugepages:
             res[part]["hugepages-2Mi"] = f"{mem_mib}Mi"
+        if "afxdp" in kinds:  # the device plugin's pool: one netdev per port
+            res[part][params.afxdp_resource] = "2"
     volumes = [{"name": "shared-dir", "hostPath": {"path": shared_dir(params, run_id, name),
                                                    "type": "DirectoryOrCreate"}}]
     mounts = [{"name": "shared-dir", "mountPath": VHOST_MOUNT}]
@@ -232,11 +296,8 @@ def dpdk_pod(scenario: Scenario, params: KubernetesParams, run_id: str, namespac
         mounts.append({"name": "hugepages", "mountPath": "/hugepages"})
     container.update({
         "name": "testpmd", "image": params.dpdk_image, "imagePullPolicy": params.image_pull_policy,
-        "command": ["/bin/sh", "-c", pod_script(argv, cpus)], "resources": res, "volumeMounts": mounts,
-        # IPC_LOCK: DPDK locks its memory; SYS_NICE: it pins its lcores; a direct port (af_packet on
-        # the pod's own netdev): NET_RAW for the packet socket, NET_ADMIN to set its MAC and promiscuity.
-        "securityContext": {"capabilities": {"add": ["IPC_LOCK", "SYS_NICE", *(
-            ["NET_RAW", "NET_ADMIN"] if direct else [])]}},
+        "command": ["/bin/sh", "-c", pod_script(argv, cpus, bpffs="afxdp" in kinds)], "resources": res,
+        "volumeMounts": mounts, "securityContext": {"capabilities": {"add": capabilities(kinds)}},
         # (timeout: the probe shares the CPUs with busy-polling forwarders)
         "readinessProbe": {"exec": {"command": ["grep", "-q", forwarder.READY_LINE, "/tmp/testpmd.log"]},
                            "periodSeconds": 1, "timeoutSeconds": 10},
@@ -352,6 +413,8 @@ def nic_port(model: str, params: KubernetesParams, side: int) -> str:
 def cross_connects(model: str, params: KubernetesParams, run_id: str, chain: list[str]) -> list[tuple[str, str]]:
     """OVS port-name pairs to cross-connect: NIC 0 - pod1 eth1, each pod's eth2 - the next pod's eth1,
     the last pod's eth2 - NIC 1 (chain-combined: only the pod-to-pod links; its ends are direct)."""
+    if not runs_ovs(model):
+        return []
     pods = [pod_port_name(model, run_id, pod, side) for pod in chain for side in (0, 1)]
     if NIC_PORTS[model] is None:
         pods = pods[1:-1]
