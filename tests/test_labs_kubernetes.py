@@ -612,7 +612,7 @@ from nfvlab import params as P
 from nfvlab.labs.kubernetes import KubernetesLab
 from nfvlab.scenario import Scenario
 lab = P.validate(P.LabParams, {params!r})
-with KubernetesLab(lab).open(Scenario("macvlan")) as s:
+with KubernetesLab(lab).open(Scenario({model!r})) as s:
     print("up", flush=True)
     time.sleep(60)
 """
@@ -620,9 +620,11 @@ with KubernetesLab(lab).open(Scenario("macvlan")) as s:
 
 @pytest.mark.lab
 @pytest.mark.k8s
-def test_kill9_then_lab_clean_removes_the_namespace_and_the_host_links(cluster, clean_host):
+@pytest.mark.parametrize("model", ["macvlan", "ovs-dpdk-vhost"])
+def test_kill9_then_lab_clean_removes_the_namespace_and_the_host_links(cluster, clean_host, model):
+    # ovs-dpdk-vhost: also the node vSwitch pod, its files, the sockets' directory, the CNI's ports
     params = _lab_params(cluster).model_dump()
-    code = KILLED.format(tests=str(REPO / "tests"), params=params)
+    code = KILLED.format(tests=str(REPO / "tests"), params=params, model=model)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "up"
     assert len(_namespaces(cluster)) == 1
@@ -631,6 +633,7 @@ def test_kill9_then_lab_clean_removes_the_namespace_and_the_host_links(cluster, 
     assert len(_namespaces(cluster)) == 1 and nl.link_exists(None, NICS[0])  # left behind
     out = nfvlab_cli("lab", "clean", check=True)
     assert "kubernetes run" in out.stdout
+    assert _user_space_residue("") == []
     _nothing_left(cluster)
 
 
