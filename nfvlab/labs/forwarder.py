@@ -33,6 +33,10 @@ JUMBO_MEMORY_MB = 768
 STATS_PERIOD_S = 10
 #: What testpmd prints once its forwarding lcore runs (no "Press Ctrl+C" line in 22.11).
 READY_LINE = "forwards packets on"
+#: memif ring size, log2 (4096 slots, like the other rings).
+MEMIF_RING_LOG2 = 12
+#: memif packet buffer size for jumbo frames, bytes: one buffer per 9018 B frame.
+JUMBO_MEMIF_BUFFER_BYTES = 10240
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,34 @@ def frame_args(mtu: int) -> list[str]:
     # No --max-pkt-len: net_af_packet (max 1518) and net_memif refuse a DPDK MTU above 1500,
     # but neither enforces it on a frame; one mbuf holding a whole frame is what counts.
     return [f"--mbuf-size={JUMBO_MBUF_BYTES}", f"--total-num-mbufs={JUMBO_MBUFS}"]
+
+
+def virtio_user_vdev(port: int, path: str, mac: str) -> str:
+    """A vhost-user port of a pod: testpmd's virtio_user serves the socket ``path`` (the vSwitch
+    connects as the client)."""
+    return f"net_virtio_user{port},path={path},server=1,queue_size={RING_SIZE},mac={mac}"
+
+
+def memif_devargs(index: int, path: str, role: str, mtu: int = STD_MTU) -> str:
+    """A net_memif port on socket ``path`` (``server``: the vSwitch's end, ``client``: the pod's)."""
+    bsize = f",bsize={JUMBO_MEMIF_BUFFER_BYTES}" if jumbo(mtu) else ""
+    return f"net_memif{index},role={role},socket={path},socket-abstract=no,rsize={MEMIF_RING_LOG2}{bsize}"
+
+
+def af_xdp_vdev(port: int, iface: str) -> str:
+    """A pod port on its own netdev through an AF_XDP socket (DPDK net_af_xdp)."""
+    return f"net_af_xdp{port},iface={iface},start_queue=0,queue_count=1"
+
+
+def eal_memory_args(hugepages: bool, huge_dir: str, memory_mb: int, prefix: str) -> list[str]:
+    """EAL memory options: hugepages from ``huge_dir`` in memory (no hugepage files; virtio_user
+    then needs --single-file-segments), else ``memory_mb`` MB of ordinary memory (--no-huge, which
+    excludes --in-memory)."""
+    if hugepages:
+        mem = ["--huge-dir", huge_dir, "--in-memory", "--single-file-segments"]
+    else:
+        mem = ["--no-huge", "-m", str(memory_mb)]
+    return mem + ["--file-prefix", prefix]
 
 
 def lcores_arg(cpus: Sequence[int], host_cpus: Sequence[int]) -> str:

@@ -20,6 +20,7 @@ from typing import Sequence
 
 from nfvlab.labs.embedded import state
 from nfvlab.labs.base import LabError
+from nfvlab.labs import forwarder
 from nfvlab.labs.forwarder import (  # noqa: F401 (re-exported: the embedded lab's names)
     JUMBO_MBUF_BYTES, JUMBO_MBUFS, JUMBO_MEMORY_MB, MBUFS, READY_LINE, RING_SIZE, STATS_PERIOD_S, STD_MTU,
     TESTPMD, TESTPMD_MEMORY_MB, PodPort, forwarding_args, frame_args, jumbo, lcores_arg, memory_mb)
@@ -76,12 +77,7 @@ def eal_memory_args(lab, role: str, memory_mb: int) -> list[str]:
     prefix = file_prefix(lab, role)
     lab.add_path(f"/var/run/dpdk/{prefix}")
     lab.add_path(f"/dev/hugepages/{prefix}*")
-    if lab.resources.hugepages:
-        # --in-memory: no hugepage files; virtio_user then needs --single-file-segments.
-        mem = ["--huge-dir", str(lab.run_dir / "huge"), "--in-memory", "--single-file-segments"]
-    else:
-        mem = ["--no-huge", "-m", str(memory_mb)]  # --no-huge excludes --in-memory
-    return mem + ["--file-prefix", prefix]
+    return forwarder.eal_memory_args(lab.resources.hugepages, str(lab.run_dir / "huge"), memory_mb, prefix)
 
 
 def testpmd_argv(lab, role: str, ports: Sequence[PodPort], cpus: Sequence[int],

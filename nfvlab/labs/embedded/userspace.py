@@ -44,16 +44,13 @@ from nfvlab.system import netns as nl
 from nfvlab.labs.embedded.kernel import Stream
 from nfvlab.labs.embedded.ovs import Ovs
 from nfvlab.labs.embedded.testpmd import PodPort
+from nfvlab.labs.forwarder import af_xdp_vdev, memif_devargs, virtio_user_vdev
 from nfvlab.labs.forwarder import pod_mac  # noqa: F401 (the lab's MAC plan, re-exported)
 from nfvlab.labs.vswitch import (  # noqa: F401 (re-exported)
     JUMBO_PACKET_FRAME_BYTES, NIC_OFPORT, af_packet_devargs)
 
 #: MTU of veths an XDP program (AF_XDP socket) is attached to, bytes.
 XDP_MTU = 1500
-#: memif ring size, log2 (4096 slots, like the other rings).
-MEMIF_RING_LOG2 = 12
-#: memif packet buffer size for jumbo frames, bytes: one buffer per 9018 B frame.
-JUMBO_MEMIF_BUFFER_BYTES = 10240
 
 
 # -- preflight ---------------------------------------------------------------
@@ -86,25 +83,18 @@ def _sock(lab, name: str) -> Path:
 
 def virtio_user_port(lab, pod: int, port: int, peer_mac: str) -> PodPort:
     """Pod side of a vhost-user link: testpmd is the socket server (OVS connects)."""
-    path = _sock(lab, f"vhu-pod{pod}-{port}")
-    return PodPort(f"net_virtio_user{port},path={path},server=1,queue_size={testpmd.RING_SIZE},"
-                   f"mac={pod_mac(pod, port)}", peer_mac)
-
-
-def _memif_bsize(lab) -> str:
-    return f",bsize={JUMBO_MEMIF_BUFFER_BYTES}" if testpmd.jumbo(lab.mtu) else ""
+    return PodPort(virtio_user_vdev(port, str(_sock(lab, f"vhu-pod{pod}-{port}")), pod_mac(pod, port)), peer_mac)
 
 
 def memif_pod_port(lab, pod: int, port: int, peer_mac: str) -> PodPort:
     """Pod side of a memif link: client of OVS's memif socket."""
     path = _sock(lab, f"memif-pod{pod}-{port}")
-    return PodPort(f"net_memif{port},role=client,socket={path},socket-abstract=no,"
-                   f"rsize={MEMIF_RING_LOG2}{_memif_bsize(lab)},mac={pod_mac(pod, port)}", peer_mac)
+    return PodPort(f"{memif_devargs(port, str(path), 'client', lab.mtu)},mac={pod_mac(pod, port)}", peer_mac)
 
 
 def af_xdp_port(port: int, iface: str, peer_mac: str) -> PodPort:
     """A pod port on its own netdev through an AF_XDP socket (DPDK net_af_xdp)."""
-    return PodPort(f"net_af_xdp{port},iface={iface},start_queue=0,queue_count=1", peer_mac)
+    return PodPort(af_xdp_vdev(port, iface), peer_mac)
 
 
 def af_packet_port(port: int, iface: str, peer_mac: str, mtu: int = testpmd.STD_MTU) -> PodPort:
@@ -145,8 +135,7 @@ def add_vhost_port(lab, sw: Ovs, name: str, ofport: int, sock: Path, pod_proc) -
 
 def add_memif_port(lab, sw: Ovs, name: str, ofport: int, sock: Path, index: int) -> None:
     """OVS dpdk port on net_memif as server; 2 rx queues because OVS's PMD transmits on txq 1."""
-    devargs = (f"net_memif{index},role=server,socket={sock},socket-abstract=no,"
-               f"rsize={MEMIF_RING_LOG2}{_memif_bsize(lab)}")
+    devargs = memif_devargs(index, str(sock), "server", lab.mtu)
     sw.add_port(name, ofport, "dpdk", {"dpdk-devargs": f'"{devargs}"', "n_rxq": "2"})
 
 

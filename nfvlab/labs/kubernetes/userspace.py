@@ -66,12 +66,12 @@ LOCAL_WHY = {
                  "the local node's NIC ports are veths), and DPDK 22.11's af_xdp driver cannot take the "
                  "plugin's sockets (use_cni came in DPDK 23.03)",
 }
-#: memif ring size, log2 (4096 slots, like the other rings).
-MEMIF_RING_LOG2 = 12
 VSWITCH_POD = "vswitch"
 ROLE_LABEL = "nfvlab.io/role"
 #: Where the pod sees its shared-dir (the vhost-user sockets).
 VHOST_MOUNT = "/var/run/vhost"
+#: Where a pod (and the vSwitch pod) mounts its HugePages-2Mi emptyDir.
+HUGEPAGES_MOUNT = "/hugepages"
 #: The node's OVS run directory: the Userspace CNI's ``ovs-vsctl`` uses its default database there.
 OVS_RUNDIR = "/var/run/openvswitch"
 #: What the local vSwitch leaves there (removed at teardown; the directory itself may be the host's).
@@ -118,10 +118,6 @@ def memif_port_name(run_id: str, pod: str, side: int) -> str:
 def pod_port_name(model: str, run_id: str, pod: str, side: int) -> str:
     """The vSwitch port (and socket) of ``pod``'s port ``side`` for ``model``."""
     return (memif_port_name if POD_PORTS[model] in ("memif", "vpp-memif") else socket_name)(run_id, pod, side)
-
-
-def memif_devargs(index: int, path: str, role: str) -> str:
-    return f"net_memif{index},role={role},socket={path},socket-abstract=no,rsize={MEMIF_RING_LOG2}"
 
 
 def shared_dir(params: KubernetesParams, run_id: str, pod: str) -> str:
@@ -183,10 +179,14 @@ def nads(scenario: Scenario, params: KubernetesParams, run_id: str, namespace: s
             kind = port_kind(scenario.model, chain, pod, side)
             if kind == "memif":
                 continue
-            cfg = {"direct": lambda: direct_config(params, pod, side),
-                   "vpp-memif": lambda: vpp_config(params, run_id, pod, side),
-                   "afxdp": lambda: afxdp_config(pod, side),
-                   "vhostuser": lambda: cni_config(params, run_id, pod, side)}[kind]()
+            if kind == "direct":
+                cfg = direct_config(params, pod, side)
+            elif kind == "vpp-memif":
+                cfg = vpp_config(params, run_id, pod, side)
+            elif kind == "afxdp":
+                cfg = afxdp_config(pod, side)
+            else:
+                cfg = cni_config(params, run_id, pod, side)
             meta = {"name": nad_name(pod, side, kind), "namespace": namespace, "labels": dict(labels)}
             if kind == "afxdp":
                 meta["annotations"] = {"k8s.v1.cni.cncf.io/resourceName": params.afxdp_resource}
@@ -203,10 +203,8 @@ def networks(model: str, namespace: str, chain: list[str], pod: str) -> list[dic
 
 
 def eal_memory_args(hugepages: bool, memory_mb: int, prefix: str) -> list[str]:
-    """EAL memory options of a DPDK process in a pod (as the embedded lab's, with the pod's hugetlbfs)."""
-    if hugepages:
-        return ["--huge-dir", "/hugepages", "--in-memory", "--single-file-segments", "--file-prefix", prefix]
-    return ["--no-huge", "-m", str(memory_mb), "--file-prefix", prefix]
+    """EAL memory options of a DPDK process in a pod (the embedded lab's, with the pod's hugetlbfs)."""
+    return forwarder.eal_memory_args(hugepages, HUGEPAGES_MOUNT, memory_mb, prefix)
 
 
 def testpmd_argv(scenario: Scenario, run_id: str, pod: str, peer_macs: list[str], chain: list[str],
@@ -220,13 +218,12 @@ def testpmd_argv(scenario: Scenario, run_id: str, pod: str, peer_macs: list[str]
         if kind == "direct":  # the NIC the host-device CNI moved in: its own MAC
             vdev = vswitch.af_packet_devargs(side, f"eth{side + 1}", MTU)
         elif kind == "afxdp":  # the pool's netdev: testpmd loads its own XDP program (DPDK 22.11)
-            vdev = f"net_af_xdp{side},iface=eth{side + 1},start_queue=0,queue_count=1"
+            vdev = forwarder.af_xdp_vdev(side, f"eth{side + 1}")
         elif kind in ("memif", "vpp-memif"):  # OVS's (nfvlab's port) or VPP's (the CNI's) the server
             path = f"{VHOST_MOUNT}/{memif_port_name(run_id, pod, side)}.sock"
-            vdev = f"{memif_devargs(side, path, 'client')},mac={mac}"
+            vdev = f"{forwarder.memif_devargs(side, path, 'client')},mac={mac}"
         else:
-            vdev = (f"net_virtio_user{side},path={VHOST_MOUNT}/{socket_name(run_id, pod, side)},"
-                    f"server=1,queue_size={forwarder.RING_SIZE},mac={mac}")
+            vdev = forwarder.virtio_user_vdev(side, f"{VHOST_MOUNT}/{socket_name(run_id, pod, side)}", mac)
         ports.append(forwarder.PodPort(vdev, peer_macs[side]))
     # memif: 2 queues, because OVS's PMD transmits on txq 1 (as in the embedded lab)
     return [forwarder.TESTPMD, lcores, "--no-pci",
@@ -293,7 +290,7 @@ def dpdk_pod(scenario: Scenario, params: KubernetesParams, run_id: str, namespac
     mounts = [{"name": "shared-dir", "mountPath": VHOST_MOUNT}]
     if scenario.resources.hugepages:
         volumes.append({"name": "hugepages", "emptyDir": {"medium": "HugePages-2Mi"}})
-        mounts.append({"name": "hugepages", "mountPath": "/hugepages"})
+        mounts.append({"name": "hugepages", "mountPath": HUGEPAGES_MOUNT})
     container.update({
         "name": "testpmd", "image": params.dpdk_image, "imagePullPolicy": params.image_pull_policy,
         "command": ["/bin/sh", "-c", pod_script(argv, cpus, bpffs="afxdp" in kinds)], "resources": res,
@@ -362,7 +359,7 @@ def vswitch_script(scenario: Scenario, params: KubernetesParams, run_id: str, co
             lines.append(f"mkdir -p {d}")
             for side in (0, 1):
                 name = memif_port_name(run_id, pod, side)
-                devargs = memif_devargs(2 * j + side, f"{d}/{name}.sock", "server")
+                devargs = forwarder.memif_devargs(2 * j + side, f"{d}/{name}.sock", "server")
                 lines.append(f"ovs-vsctl add-port {br} {name} -- set Interface {name} type=dpdk "
                              f"options:dpdk-devargs={shlex.quote(devargs)} options:n_rxq=2")
                 lines.append(f'e=$(ovs-vsctl get Interface {name} error); [ "$e" = "[]" ] || '
@@ -387,7 +384,7 @@ def vswitch_pod(scenario: Scenario, params: KubernetesParams, run_id: str, names
     if scenario.resources.hugepages:
         requests["hugepages-2Mi"] = limits["hugepages-2Mi"] = f"{mb}Mi"
         volumes.append({"name": "hugepages", "emptyDir": {"medium": "HugePages-2Mi"}})
-        mounts.append({"name": "hugepages", "mountPath": "/hugepages"})
+        mounts.append({"name": "hugepages", "mountPath": HUGEPAGES_MOUNT})
     container = {"name": "ovs", "image": params.vswitch_image, "imagePullPolicy": params.image_pull_policy,
                  "command": ["/bin/sh", "-c", vswitch_script(scenario, params, run_id, core_plan, chain)],
                  "resources": {"requests": requests, **({"limits": limits} if limits else {})},
