@@ -118,9 +118,9 @@ def generator_ceiling(backend, generator: GeneratorParams, frame_size: FrameSize
                       relative_width: float = 0.02, latency_pps: int = 1000, on_trial=None,
                       progress: bool = False) -> tuple[SearchResult, dict]:
     """Zero-loss rate with no DUT (``direct-cable``), packets/s per direction, and the generator's identity."""
-    traffic = TrafficParams(latency_pps=latency_pps)
+    traffic = TrafficParams(latency_pps=latency_pps, frame_sizes=[frame_size])
     with backend.open(Scenario("direct-cable")) as session:
-        gen = generator_for(generator, session.streams, traffic, session.tracker)
+        gen = generator_for(generator, session.streams, traffic, session.tracker, session.busy_roles)
         measure = GeneratorMeasurer(gen, frame_size, bidirectional=bidirectional, extra={"lab": "direct-cable"})
         result = rfc2544_search(measure, 1000.0, max_rate_pps, loss_ratio=0.0, relative_width=relative_width,
                                 duration_s=duration_s, on_trial=on_trial, progress=progress)
@@ -135,10 +135,10 @@ def check_known_path(backend, generator: GeneratorParams, frame_size: int, capac
 
     ``path`` is ``tbf-bridge`` (a deep buffer) or ``tbf-shallow`` (a few frames at 1518 B).
     """
-    traffic = TrafficParams(latency_pps=latency_pps)
+    traffic = TrafficParams(latency_pps=latency_pps, frame_sizes=[frame_size])
     scenario = Scenario(path, known_path=KnownPath(capacity_pps, frame_size))
     with backend.open(scenario) as session:
-        gen = generator_for(generator, session.streams, traffic, session.tracker)
+        gen = generator_for(generator, session.streams, traffic, session.tracker, session.busy_roles)
         measure = GeneratorMeasurer(gen, frame_size, bidirectional=bidirectional,
                                     extra={"lab": path, "capacity_pps": capacity_pps})
         lo, hi = capacity_pps / 4, capacity_pps * 2

@@ -429,30 +429,47 @@ def cmd_search(a) -> int:
     sp = P.validate(P.SearchParams, sp_data, str(a.params) if a.params else "arguments")
     lab, backend, scenario, traffic = _check_common(a, rates=(sp.max_rate_pps,) if sp.max_rate_pps else ())
     calibration = _calibration(a, lab)
-    ceiling = calibration.ceiling(identity_for(lab.generator), a.frame_size)
-    max_rate = sp.max_rate_pps or measure.default_max_rate(a.port_speed, a.frame_size, ceiling)
-    if sp.method in ("rfc2544", "mlrsearch") and not max_rate > sp.min_rate_pps:
-        raise CliError(f"--max-rate-pps {max_rate:,.0f}: must be above --min-rate-pps {sp.min_rate_pps:,.0f}")
+
+    def rate_cap(identity: dict) -> tuple[Optional[float], float]:
+        ceiling = calibration.ceiling(identity, a.frame_size)
+        max_rate = sp.max_rate_pps or measure.default_max_rate(a.port_speed, a.frame_size, ceiling)
+        if sp.method in ("rfc2544", "mlrsearch") and not max_rate > sp.min_rate_pps:
+            raise CliError(f"--max-rate-pps {max_rate:,.0f}: must be above --min-rate-pps {sp.min_rate_pps:,.0f}")
+        return ceiling, max_rate
+
+    rate_cap(identity_for(lab.generator))  # before the lab: the TX path tx: auto prefers
     model = scenario.model
-    params = {"model": model, "ports": a.port, "frame_size": a.frame_size, "goal": a.goal,
-              "search": sp.model_dump(), "traffic": traffic.model_dump(), "max_rate_pps": max_rate,
-              "lab": lab.model_dump(), "generator_ceiling_pps": ceiling}
     trials = []
 
-    with _writer(a, "search", params) as rec, measure.bench(backend, lab.generator, scenario,
-                                                              traffic) as (session, gen):
-        def on_trial(t):
-            trials.append(t)
-            if rec is not None:
-                rec.trial(t, model=model, goal=a.goal)
+    with measure.bench(backend, lab.generator, scenario, traffic) as (session, gen):
+        ceiling, max_rate = rate_cap(gen.identity())  # the TX path this scenario got
+        params = {"model": model, "ports": a.port, "frame_size": a.frame_size, "goal": a.goal,
+                  "search": sp.model_dump(), "traffic": traffic.model_dump(), "max_rate_pps": max_rate,
+                  "lab": lab.model_dump(), "generator_ceiling_pps": ceiling}
+        with _writer(a, "search", params) as rec:
+            out = _search_in(a, sp, gen, traffic, model, max_rate, ceiling, rec, trials)
+    return _print_search(a, sp, out, trials, max_rate, calibration, model)
 
-        meas = measure.measurer(gen, a.frame_size, traffic, extra={"model": model}, search=sp)
-        out = measure.search(meas, a.frame_size, sp, max_rate_pps=max_rate, ceiling_pps=ceiling,
-                             on_trial=on_trial, progress=not a.no_progress and not a.json)
-        if rec is not None and isinstance(out, list):  # a sweep returns a DataFrame
-            for r in out:
-                rec.search({k: v for k, v in r.to_dict().items() if k != "trials"}, model=model)
 
+def _search_in(a, sp, gen, traffic, model: str, max_rate: float, ceiling, rec, trials: list):
+    """Run ``cmd_search``'s search on the open lab, recording into ``rec``."""
+    from nfvlab import measure
+
+    def on_trial(t):
+        trials.append(t)
+        if rec is not None:
+            rec.trial(t, model=model, goal=a.goal)
+
+    meas = measure.measurer(gen, a.frame_size, traffic, extra={"model": model}, search=sp)
+    out = measure.search(meas, a.frame_size, sp, max_rate_pps=max_rate, ceiling_pps=ceiling,
+                         on_trial=on_trial, progress=not a.no_progress and not a.json)
+    if rec is not None and isinstance(out, list):  # a sweep returns a DataFrame
+        for r in out:
+            rec.search({k: v for k, v in r.to_dict().items() if k != "trials"}, model=model)
+    return out
+
+
+def _print_search(a, sp, out, trials: list, max_rate: float, calibration, model: str) -> int:
     if a.goal == "sweep":
         if a.json:
             print(out.to_json(orient="records", indent=1))
@@ -483,6 +500,8 @@ def cmd_search(a) -> int:
 def cmd_calibrate(a) -> int:
     from nfvlab import calibrate, labs
     from nfvlab.scenario import Scenario
+    from nfvlab.traffic.embedded.generator import XDP_MAX_FRAME_BYTES
+    from nfvlab.traffic.select import tx_paths
 
     cp = P.load(a.params, P.CalibrationParams) if a.params else P.CalibrationParams()
     try:
@@ -510,16 +529,25 @@ def cmd_calibrate(a) -> int:
     except ValueError as err:
         raise CliError(str(err)) from None
     report = {"file": str(cal.path), "ceilings": {}, "known_path": {}}
-    for fs in sizes:
-        r, identity = calibrate.generator_ceiling(backend, lab.generator, fs, bidirectional=not a.unidirectional,
-                                                  duration_s=a.duration_s, progress=not a.json)
-        cal.put(identity, fs, r, bidirectional=not a.unidirectional)
-        cal.save()
-        report["identity"] = identity
-        report["ceilings"][str(fs)] = r.throughput_pps
-        if not a.json:
-            print(f"generator ceiling at {fs} B: {r.throughput_pps:,.0f} pps per direction "
-                  f"({'bi' if not a.unidirectional else 'uni'}directional, {r.n_trials} trials) -> {cal.path}")
+    # tx: auto uses either TX path (per scenario), so both get their ceiling; the first is the
+    # path auto prefers, whose ceiling the known-path check below is set against.
+    paths = tx_paths(lab.generator) or (None,)
+    for tx in reversed(paths):
+        gen_params = lab.generator.model_copy(update={"tx": tx}) if tx else lab.generator
+        for fs in sizes:
+            if tx == "xdp" and not isinstance(fs, str) and fs > XDP_MAX_FRAME_BYTES and len(paths) > 1:
+                continue  # auto sends these through the socket path
+            r, identity = calibrate.generator_ceiling(backend, gen_params, fs, bidirectional=not a.unidirectional,
+                                                      duration_s=a.duration_s, progress=not a.json)
+            cal.put(identity, fs, r, bidirectional=not a.unidirectional)
+            cal.save()
+            report["identity"] = identity
+            report["ceilings"][str(fs)] = r.throughput_pps
+            report.setdefault("ceilings_by_tx", {}).setdefault(tx or "-", {})[str(fs)] = r.throughput_pps
+            if not a.json:
+                print(f"generator ceiling at {fs} B{f' (tx {tx})' if tx else ''}: {r.throughput_pps:,.0f} pps "
+                      f"per direction ({'bi' if not a.unidirectional else 'uni'}directional, {r.n_trials} "
+                      f"trials) -> {cal.path}")
     if not a.skip_known_path:
         for fs in sizes:
             if isinstance(fs, str):

@@ -30,7 +30,7 @@ from nfvlab.scenario import DensityCell, Resources, Scenario
 from nfvlab.search import SearchError
 from nfvlab.system.hostlock import HostLock
 from nfvlab.system.paths import output_problem
-from nfvlab.traffic.select import identity_for
+from nfvlab.traffic.select import identity_for, tx_paths
 from nfvlab.trial import invalid_repeat_pause_s, run_trial
 
 
@@ -126,6 +126,11 @@ def run_experiment(params: ExperimentParams, records: Union[str, Path], *, backe
     prov_extra = {"lab": backend.describe(),
                   "generator": {"identity": identity, "calibration_file": str(calibration.path),
                                 "ceilings": (entry or {}).get("ceilings")}}
+    if len(tx_paths(params.lab.generator)) > 1:  # tx: auto: each scenario's trials say which path
+        prov_extra["generator"]["tx_paths"] = {
+            tx: {"identity": identity_for(params.lab.generator, tx),
+                 "ceilings": (calibration.entry(identity_for(params.lab.generator, tx)) or {}).get("ceilings")}
+            for tx in tx_paths(params.lab.generator)}
     # The run holds the host lock from here: a busy lab refuses it before a record is written.
     with HostLock(f"experiment {params.experiment}", for_run=True):
         previous = interrupted_run(records, dump["fingerprint"]) if resume else None

@@ -70,7 +70,7 @@ def bench(backend, generator: GeneratorParams, scenario: Scenario,
           traffic: TrafficParams) -> Iterator[tuple[object, TrafficGenerator]]:
     """Open ``scenario`` on ``backend`` and a generator on its streams: yields ``(session, generator)``."""
     with backend.open(scenario) as session:
-        gen = generator_for(generator, session.streams, traffic, session.tracker)
+        gen = generator_for(generator, session.streams, traffic, session.tracker, session.busy_roles)
         try:
             yield session, gen
         finally:

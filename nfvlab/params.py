@@ -148,11 +148,13 @@ class GeneratorParams(_Strict):
     """``embedded``: nfvlab-gen (C, AF_PACKET) on the lab's ports."""
     cpu: Optional[int] = Field(default=0, ge=0)
     """CPU the generator's TX thread is pinned to (``null``: not pinned)."""
-    tx: Literal["socket", "xdp"] = "socket"
-    """How load frames leave: ``socket`` (AF_PACKET, sendmmsg) or ``xdp`` (an XDP program run
-    in the kernel's live-frames mode: no sk_buff on the sending side, ~2.5x the frames per
-    second; frames of at most 1518 B, every tx port in one namespace, veth peers switched to
-    NAPI (GRO on) for the trial; see ``docs/measurement.md``, "Two TX paths")."""
+    tx: Literal["auto", "socket", "xdp"] = "auto"
+    """How load frames leave: ``xdp`` (an XDP program run in the kernel's live-frames mode: no
+    sk_buff on the sending side, 2-3x the frames per second; frames of at most 1518 B, every tx
+    port a veth or NIC in one namespace, veth peers switched to NAPI (GRO on) for the trial, and
+    the TX CPU its own), ``socket`` (AF_PACKET, sendmmsg), or ``auto`` (default): ``xdp`` wherever
+    the ports, frame sizes and the core plan allow it, else ``socket``, with the reason recorded
+    (``docs/measurement.md``, "Two TX paths")."""
 
 
 _MAC = re.compile(r"^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$")

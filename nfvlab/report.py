@@ -270,6 +270,8 @@ def _latest_run(path: Path) -> Optional[pd.Series]:
 
 
 def _ceilings_text(gen: dict) -> str:
+    if gen.get("tx_paths"):  # tx: auto: a ceiling per TX path
+        return " | ".join(f"{tx}: {_ceilings_text(p)}" for tx, p in gen["tx_paths"].items())
     ceil = gen.get("ceilings") or {}
     if not ceil:
         return "unknown (not calibrated)"

@@ -160,6 +160,8 @@ def run_trial(
     dirs = generator.run(rate_pps, duration_s, frame_size, bidirectional=bidirectional)
     schedule = getattr(generator, "last_schedule", None)
     details = {"generator": generator.name, **(extra or {})}
+    if getattr(generator, "tx_requested", None) is not None:  # the embedded generator's TX path
+        details["tx"] = {"path": generator.tx, "requested": generator.tx_requested, "why": generator.tx_why}
     if schedule is not None:
         details["schedule"] = asdict(schedule)
     return TrialResult(

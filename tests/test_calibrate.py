@@ -107,3 +107,29 @@ def test_a_file_of_another_layout_is_refused_in_one_line(tmp_path):
     with pytest.raises(ValueError, match="not a calibration file") as err:
         calibrate.Calibration.load(bad)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.lab
+def test_calibrate_measures_each_tx_path_auto_may_use_and_a_search_is_judged_by_its_own(clean_host, tmp_path):
+    """``tx: auto`` (the default) sends through xdp or socket depending on the scenario, so
+    ``nfvlab calibrate`` stores a ceiling for each path, keyed by that path's identity; frames
+    above 1518 B only for the socket path (auto never sends them with xdp)."""
+    import subprocess
+    import sys
+
+    from nfvlab.params import GeneratorParams
+    from nfvlab.traffic.select import identity_for
+
+    out = tmp_path / "cal.json"
+    proc = subprocess.run([sys.executable, "-m", "nfvlab", "calibrate", "--skip-known-path", "--frame-sizes",
+                           "1518,9018", "--duration-s", "0.3", "--out", str(out), "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    cal = calibrate.Calibration.load(out)
+    gen = GeneratorParams()
+    xdp, sock = identity_for(gen, "xdp"), identity_for(gen, "socket")
+    assert xdp["ports"] == "xdp live frames on veth" and sock["ports"] == "af_packet on veth"
+    assert cal.ceiling(xdp, 1518) > 0 and cal.ceiling(sock, 1518) > 0 and cal.ceiling(sock, 9018) > 0
+    assert cal.ceiling(xdp, 9018) is None
+    assert len(cal.data["generators"]) == 2
+    assert lab_residue() == NO_RESIDUE

@@ -202,3 +202,72 @@ def test_a_lab_trial_through_a_dut_with_the_xdp_path_is_exact_and_restores_the_p
         assert d.foreign_packets == d.duplicate_packets == 0
         assert d.latency.probes_received == d.latency.probes_sent == 100
     assert lab_residue() == NO_RESIDUE
+
+
+def _pair_streams(pair) -> list[Stream]:
+    a, b = pair
+    return [Stream(LabPort(a.ns, a.ifname), LabPort(b.ns, b.ifname), MAC_A, MAC_B, "198.18.0.1", "198.19.0.2")]
+
+
+@pytest.mark.parametrize("kwargs,why", [
+    ({}, None),
+    ({"frame_sizes": [64, "IMIX", 1518]}, None),
+    ({"busy_roles": {"pod1 forwarder": frozenset({1})}}, None),  # its own CPU: the loop may own CPU 0
+    ({"frame_sizes": [64, 9018]}, "frames of 9018 B do not fit the XDP path"),
+    ({"cpu": None}, r"not pinned \(generator.cpu: null\)"),
+    ({"busy_roles": {"vSwitch control threads": frozenset({0}), "pod1 forwarder": frozenset({0})}},
+     "never yields CPU 0, which the core plan shares with vSwitch control threads, pod1 forwarder"),
+    ({"busy_roles": {"noisy neighbour": frozenset()}}, "shares with noisy neighbour"),  # unpinned: any CPU
+])
+def test_auto_takes_the_xdp_path_unless_something_rules_it_out(pair, kwargs, why):
+    """``tx="auto"`` (the lab profile's default) picks xdp on veth ports and keeps the reason
+    when it falls back to the socket path (frames too large, the TX CPU shared)."""
+    from nfvlab.traffic.embedded import EmbeddedGenerator
+
+    gen = EmbeddedGenerator(_pair_streams(pair), tx="auto", **kwargs)
+    if why is None:
+        assert (gen.tx, gen.tx_why) == ("xdp", None)
+        assert gen.identity()["ports"] == "xdp live frames on veth"
+    else:
+        assert gen.tx == "socket" and gen.identity()["ports"] == "af_packet on veth"
+        assert __import__("re").search(why, gen.tx_why), gen.tx_why
+    assert gen.describe()["tx_requested"] == "auto" and gen.describe()["tx_why"] == gen.tx_why
+
+
+def test_auto_falls_back_on_ports_that_cannot_send_xdp_frames_and_says_why(pair):
+    from nfvlab.traffic.embedded import EmbeddedGenerator
+
+    a, b = pair
+    run("ip", "-n", a.ns, "link", "add", "mvy", "link", a.ifname, "type", "macvlan")
+    streams = [Stream(LabPort(a.ns, "mvy"), LabPort(b.ns, b.ifname), MAC_A, MAC_B, "198.18.0.1", "198.19.0.2")]
+    gen = EmbeddedGenerator(streams, tx="auto")
+    assert gen.tx == "socket" and "mvy is a macvlan" in gen.tx_why
+    # asked for explicitly, a path is used as asked (no second guessing)
+    assert EmbeddedGenerator(streams, tx="socket").tx_why is None
+
+
+@pytest.mark.parametrize("model,path", [("macvlan", "xdp"), ("ovs-dpdk-vhost", "socket")])
+def test_the_lab_default_path_follows_the_core_plan_and_every_trial_records_it(clean_host, model, path):
+    """The default lab profile (``tx: auto``): kernel models get the XDP path; a model whose pod
+    busy-polls the generator's CPU gets the socket path, and each trial record says which and why."""
+    from conftest import NO_RESIDUE, lab_residue
+    from nfvlab import measure
+    from nfvlab.labs.embedded import EmbeddedLab
+    from nfvlab.params import LabParams, TrafficParams
+    from nfvlab.scenario import Scenario
+    from nfvlab.trial import run_trial
+
+    lab = LabParams()
+    assert lab.generator.tx == "auto"
+    with measure.bench(EmbeddedLab(), lab.generator, Scenario(model), TrafficParams()) as (session, gen):
+        result = run_trial(gen, 4000, 0.5, 64)
+        assert gen.last_report["tx"] == path  # what nfvlab-gen itself used
+    assert result.extra["tx"]["path"] == path and result.extra["tx"]["requested"] == "auto"
+    if path == "socket":
+        assert "pod1 forwarder" in result.extra["tx"]["why"]
+        assert session.busy_roles["pod1 forwarder"] == frozenset({0})
+    else:
+        assert result.extra["tx"]["why"] is None and session.busy_roles == {}
+    for d in result.directions:
+        assert d.intended_packets == d.sent_packets == d.received_packets == 2000, d
+    assert lab_residue() == NO_RESIDUE

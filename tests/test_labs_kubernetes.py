@@ -480,8 +480,10 @@ def test_a_trial_through_a_kubernetes_pod_counts_exactly(cluster, clean_host, mo
     with backend.open(Scenario(model)) as session:
         info = session.info
         assert _namespaces(cluster) == [info["namespace"]]
-        gen = EmbeddedGenerator(session.streams, latency_pps=100)
+        # the lab profile's default TX path: XDP into the node's NIC ports (kernel pods busy no CPU)
+        gen = EmbeddedGenerator(session.streams, latency_pps=100, tx="auto", busy_roles=session.busy_roles)
         result = run_trial(gen, 4000, 1.0, 128)
+        assert (gen.tx, gen.last_report["tx"], session.busy_roles) == ("xdp", "xdp", {}), gen.tx_why
     for d in result.directions:
         assert d.intended_packets == d.sent_packets == d.received_packets == 4000, d
         assert d.latency.probes_received == d.latency.probes_sent > 0

@@ -66,3 +66,14 @@ def test_core_ratios():
 def test_kernel_pods_have_nothing_to_pin():
     with pytest.raises(NotRealizable, match="forward in the kernel"):
         plan(vswitch=False, busy_pods=(), resources=Resources(pinning="shared"), cpus=TWO, nodes=ONE_NODE)
+
+
+def test_busy_roles_name_every_thread_besides_the_generator_and_where_it_may_run():
+    user = plan(vswitch=True, busy_pods=("pod1",), cpus=TWO, nodes=ONE_NODE)
+    assert user.busy_roles() == {"vSwitch control threads": {0}, "pod1 forwarder": {0}}
+    cni = plan(vswitch=False, busy_pods=("pod1",), cpus=TWO, nodes=ONE_NODE)
+    assert cni.busy_roles() == {"pod1 forwarder": {1}}
+    floating = plan(vswitch=False, busy_pods=("pod1",), resources=Resources(pinning="none", noisy_load_pct=50),
+                    cpus=TWO, nodes=ONE_NODE)
+    assert floating.busy_roles(noisy=True) == {"pod1 forwarder": frozenset(), "noisy neighbour": frozenset()}
+    assert plan(vswitch=False, busy_pods=(), cpus=TWO, nodes=ONE_NODE).busy_roles() == {}

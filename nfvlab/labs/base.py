@@ -3,7 +3,8 @@
     backend = nfvlab.labs.backend_for(lab_params)
     reasons = backend.check(scenario)          # creates nothing
     with backend.open(scenario) as session:    # builds, yields, always tears down
-        generator = nfvlab.traffic.generator_for(..., session.streams, session.tracker)
+        generator = nfvlab.traffic.select.generator_for(..., session.streams, traffic, session.tracker,
+                                                        session.busy_roles)
 
 Implementations: the embedded lab (:mod:`nfvlab.labs.embedded`: network
 namespaces on this host), user-named ports (:mod:`nfvlab.labs.external`), and a
@@ -42,6 +43,10 @@ class LabSession:
     tracker: Optional[ProcessTracker] = None
     info: dict = field(default_factory=dict)
     """Provenance of this realization (lab kind and id, set-up time, core plan, placement)."""
+    busy_roles: dict[str, frozenset[int]] = field(default_factory=dict)
+    """The lab's own threads that compete for CPU (pod forwarders, vSwitch control threads, a
+    noisy neighbour), role -> CPUs (empty: any CPU); a generator that never yields its CPU
+    (the XDP TX path) is used only where none of them may run."""
 
 
 @runtime_checkable

@@ -92,6 +92,16 @@ class CorePlan:
     noisy: frozenset[int] = frozenset()
     host_cpus: tuple[int, ...] = ()
 
+    def busy_roles(self, *, noisy: bool = False) -> dict[str, frozenset[int]]:
+        """The lab's threads besides the generator, by role -> CPUs (empty: may run on any CPU).
+
+        The vSwitch's non-PMD threads run on the generator's CPU; ``noisy``: the scenario
+        has a noisy neighbour.
+        """
+        return {**({"vSwitch control threads": self.generator} if self.vswitch else {}),
+                **{f"{p} forwarder": c for p, c in self.pods.items()},
+                **({"noisy neighbour": self.noisy} if noisy else {})}
+
     def describe(self) -> dict:
         """JSON-friendly form for state records and result labels."""
         def fmt(s):

@@ -10,13 +10,18 @@ from nfvlab.traffic.base import GeneratorError, TrafficGenerator
 
 
 def generator_for(params: GeneratorParams, streams: list[Stream], traffic: TrafficParams,
-                  tracker: Optional[object] = None) -> TrafficGenerator:
-    """A generator of ``params.kind`` driving ``streams`` with ``traffic``'s flows and probes."""
+                  tracker: Optional[object] = None, busy_roles: Optional[dict] = None) -> TrafficGenerator:
+    """A generator of ``params.kind`` driving ``streams`` with ``traffic``'s flows and probes.
+
+    ``busy_roles``: the lab's threads that compete for CPU (``session.busy_roles``), which
+    the embedded generator's ``tx: auto`` weighs with ``traffic``'s frame sizes.
+    """
     if params.kind == "embedded":
         from nfvlab.traffic.embedded import EmbeddedGenerator
 
         return EmbeddedGenerator(streams, flows=traffic.flows, latency_pps=traffic.latency_pps,
-                                 cpu=params.cpu, tx=params.tx, tracker=tracker)
+                                 cpu=params.cpu, tx=params.tx, tracker=tracker,
+                                 frame_sizes=traffic.frame_sizes, busy_roles=busy_roles)
     if params.kind == "trex":
         from nfvlab.traffic.trex import TrexGenerator
 
@@ -25,12 +30,17 @@ def generator_for(params: GeneratorParams, streams: list[Stream], traffic: Traff
     raise GeneratorError(f"generator kind {params.kind!r} is not implemented")
 
 
-def identity_for(params: GeneratorParams) -> dict:
-    """The identity (:meth:`TrafficGenerator.identity`) of the generator ``params`` names, without ports."""
+def identity_for(params: GeneratorParams, tx: Optional[str] = None) -> dict:
+    """The identity (:meth:`TrafficGenerator.identity`) of the generator ``params`` names, without ports.
+
+    ``tx``: the embedded generator's TX path (default ``params.tx``; ``auto`` names ``xdp``,
+    the path it takes wherever it can: see :func:`tx_paths`).
+    """
     if params.kind == "embedded":
         from nfvlab.traffic.embedded.generator import identity
 
-        return identity(params.cpu, params.tx)
+        tx = tx or params.tx
+        return identity(params.cpu, "xdp" if tx == "auto" else tx)
     if params.kind == "trex":
         from nfvlab.traffic.trex import TrexGenerator
 
@@ -40,6 +50,13 @@ def identity_for(params: GeneratorParams) -> dict:
         finally:
             gen.close()
     raise GeneratorError(f"generator kind {params.kind!r} is not implemented")
+
+
+def tx_paths(params: GeneratorParams) -> tuple[str, ...]:
+    """The embedded generator's TX paths ``params`` may use (both for ``auto``); () for TRex."""
+    if params.kind != "embedded":
+        return ()
+    return ("xdp", "socket") if params.tx == "auto" else (params.tx,)
 
 
 def _port_streams(params: TrexParams) -> list[Stream]:

@@ -36,7 +36,8 @@ class EmbeddedLab:
     @contextmanager
     def open(self, scenario: Scenario, *, persistent: bool = False) -> Iterator[LabSession]:
         with Lab(scenario, mtu=self.link_mtu, persistent=persistent) as lab:
-            yield LabSession(streams=lab.streams, tracker=lab, info={
+            busy = lab.core_plan.busy_roles(noisy=scenario.resources.noisy_load_pct is not None)
+            yield LabSession(streams=lab.streams, tracker=lab, busy_roles=busy, info={
                 "lab_kind": self.kind, "lab_id": lab.lab_id, "mtu": lab.mtu,
                 "setup_s": round(lab.setup_s or 0.0, 3),
                 "core_plan": lab.core_plan.describe(), "realization": realize.REALIZATIONS[scenario.model].how})

@@ -537,7 +537,10 @@ class KubernetesLab:
                 else forwarder.pod_mac(int(chain[-1][3:]), 1))
         streams = [Stream(tx[0], tx[1], tg_macs[0], first, *default_ips(0)),
                    Stream(tx[1], tx[0], tg_macs[1], last, *default_ips(1))]
-        yield LabSession(streams=streams, info=info)
+        noisy = scenario.resources.noisy_load_pct is not None
+        busy = (core_plan.busy_roles(noisy=noisy) if core_plan
+                else {"noisy neighbour": frozenset()} if noisy else {})
+        yield LabSession(streams=streams, info=info, busy_roles=busy)
 
     def _labels_of(self, node: Optional[str]) -> dict:
         """The labels of the node a pod went to (what label placement matched against)."""

@@ -54,6 +54,8 @@ from __future__ import annotations
 
 import json
 import os
+import platform
+import re
 import signal
 import subprocess
 from typing import Optional, Protocol
@@ -61,6 +63,7 @@ from typing import Optional, Protocol
 from nfvlab.linerate import FrameSize
 from nfvlab.scenario.topology import Port, Stream
 from nfvlab.system import signals
+from nfvlab.system.build import BuildError
 from nfvlab.system.host import host_identity
 from nfvlab.traffic.base import GeneratorError, Schedule
 from nfvlab.traffic.embedded.binary import count_object, gen_binary, tx_object
@@ -119,7 +122,10 @@ def _ip_json(*args: str) -> list:
 
 
 def _in_ns(ns: str) -> list[str]:
-    return [] if ns in (".", "") else ["ip", "netns", "exec", ns]
+    """Run in namespace ``ns``: a name, "." (this one) or a path (``/proc/PID/ns/net``)."""
+    if ns in (".", ""):
+        return []
+    return ["nsenter", f"--net={ns}"] if ns.startswith("/") else ["ip", "netns", "exec", ns]
 
 
 def veth_peer(port: Port) -> Optional[Port]:
@@ -141,10 +147,40 @@ def veth_peer(port: Port) -> Optional[Port]:
         names = {n["nsid"]: n.get("name") for n in _ip_json(*ns_args, "netns", "list-id")}
         peer_ns = names.get(nsid)
         if not peer_ns:
+            # The host's namespace and a Kubernetes pod's have no name (the Kubernetes lab's node
+            # NIC ports, a host-device port moved into a pod): found through a process in it.
+            found = _peer_in_unnamed_namespace(link["ifindex"], link["link_index"])
+            if found is not None:
+                return found
+        if not peer_ns:
             raise GeneratorError(f"tx: xdp: the veth peer of {port} is in a namespace without a name")
     peer_ns_args = [] if peer_ns in (".", "") else ["-n", peer_ns]
     (peer,) = [x for x in _ip_json(*peer_ns_args, "link", "show") if x["ifindex"] == link["link_index"]]
     return Port(peer_ns, peer["ifname"])
+
+
+def _peer_in_unnamed_namespace(ifindex: int, peer_ifindex: int) -> Optional[Port]:
+    """The veth numbered ``peer_ifindex`` whose peer is ``ifindex``, searched in every namespace
+    a process is in: ``Port(".", ...)`` in the host's, else the namespace as ``/proc/PID/ns/net``
+    (which :func:`_in_ns` enters with nsenter)."""
+    host_ns = os.readlink("/proc/self/ns/net")  # nfvlab runs in the host's namespace
+    seen: set[str] = set()
+    for pid in sorted((d for d in os.listdir("/proc") if d.isdigit()), key=int):
+        path = f"/proc/{pid}/ns/net"
+        try:
+            ns = os.readlink(path)
+        except OSError:  # gone, or a kernel thread
+            continue
+        if ns in seen:
+            continue
+        seen.add(ns)
+        out = subprocess.run([*_in_ns("." if ns == host_ns else path), "ip", "-j", "-d", "link", "show"],
+                             capture_output=True, text=True)
+        for x in json.loads(out.stdout or "[]") if out.returncode == 0 else []:
+            if (x["ifindex"] == peer_ifindex and x.get("link_index") == ifindex
+                    and x.get("linkinfo", {}).get("info_kind") == "veth"):
+                return Port("." if ns == host_ns else path, x["ifname"])
+    return None
 
 
 def _gro(port: Port, on: Optional[bool] = None) -> bool:
@@ -182,6 +218,42 @@ class XdpPorts:
         self.switched = []
 
 
+#: The XDP path sends a frame from one page: frames up to this size, bytes incl. FCS.
+XDP_MAX_FRAME_BYTES = 1518
+
+
+def xdp_refusal(streams: list[Stream], *, frame_sizes=(), cpu: Optional[int] = 0,
+                busy_roles: Optional[dict] = None) -> Optional[str]:
+    """Why the XDP TX path cannot drive ``streams`` here (None: it can).
+
+    ``frame_sizes``: the sizes the trials will use; ``cpu``: the TX CPU; ``busy_roles``:
+    the lab's threads that compete for CPU, role -> CPUs, empty for any
+    (:attr:`nfvlab.labs.base.LabSession.busy_roles`). The XDP loop never yields its CPU, so it
+    is not chosen where such a thread may run on it (a DPDK pod's testpmd would get ~5 %).
+    """
+    big = [fs for fs in frame_sizes if not isinstance(fs, str) and fs > XDP_MAX_FRAME_BYTES]
+    if big:
+        return f"frames of {max(big)} B do not fit the XDP path (one page per frame, at most {XDP_MAX_FRAME_BYTES} B)"
+    if cpu is None:
+        return "the generator is not pinned (generator.cpu: null); the XDP TX loop needs a CPU of its own"
+    sharing = [role for role, cpus in (busy_roles or {}).items() if not cpus or cpu in cpus]
+    if sharing:
+        return (f"the XDP TX loop never yields CPU {cpu}, which the core plan shares with "
+                f"{', '.join(sharing)}")
+    release = tuple(int(x) for x in re.findall(r"\d+", platform.release())[:2])
+    if release < (5, 18):
+        return f"Linux {platform.release()} has no XDP live-frames mode (5.18 or later)"
+    if len({s.tx.ns for s in streams}) > 1:
+        return "the tx ports are in more than one namespace (the XDP path sends from one)"
+    try:
+        for s in streams:
+            veth_peer(s.tx)
+        tx_object()
+    except (GeneratorError, BuildError, OSError, subprocess.CalledProcessError) as err:
+        return str(err).splitlines()[0] if str(err) else type(err).__name__
+    return None
+
+
 class EmbeddedGenerator:
     """Drive ``streams`` (one per direction) with ``nfvlab-gen``."""
 
@@ -197,6 +269,8 @@ class EmbeddedGenerator:
         settle_ms: int = 100,
         tx: str = "socket",
         tracker: Optional[ProcessTracker] = None,
+        frame_sizes=(),
+        busy_roles: Optional[dict] = None,
     ) -> None:
         if not streams:
             raise ValueError("no streams to drive")
@@ -208,10 +282,15 @@ class EmbeddedGenerator:
         self.tracker = tracker
         self.binary = gen_binary()
         self.count_obj = count_object()
-        if tx not in TX_PORTS:
-            raise ValueError(f"tx {tx!r}: socket or xdp")
-        self.tx = tx
-        self.tx_obj = tx_object() if tx == "xdp" else None
+        if tx not in (*TX_PORTS, "auto"):
+            raise ValueError(f"tx {tx!r}: auto, socket or xdp")
+        #: ``tx="auto"``: xdp unless :func:`xdp_refusal` names a reason (``frame_sizes`` and
+        #: ``busy_roles`` are what it judges), which :attr:`tx_why` keeps.
+        self.tx_requested = tx
+        self.tx_why = xdp_refusal(streams, frame_sizes=frame_sizes, cpu=cpu, busy_roles=busy_roles) \
+            if tx == "auto" else None
+        self.tx = tx if tx != "auto" else ("socket" if self.tx_why else "xdp")
+        self.tx_obj = tx_object() if self.tx == "xdp" else None
         #: The last trial's JSON report from nfvlab-gen (trial id, per-stream counts), or None.
         self.last_report: Optional[dict] = None
         self.last_schedule: Optional[Schedule] = None
@@ -230,6 +309,8 @@ class EmbeddedGenerator:
             "latency_pps": self.latency_pps,
             "cpu": self.cpu,
             "tx": self.tx,
+            "tx_requested": self.tx_requested,
+            "tx_why": self.tx_why,
             "streams": [s.describe() for s in self.streams],
         }
 
