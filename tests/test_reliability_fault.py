@@ -41,6 +41,13 @@ def _binaries() -> set[int]:
     return {int(x) for x in out.split() if _state(int(x)) not in ("Z", None)}
 
 
+def _as_if_from_a_terminal() -> None:
+    """SIGINT's default action in the child, as for a command a user runs in a terminal: a test
+    started in the background (``cmd &`` in a script) inherits SIGINT ignored, and Python then
+    ignores it until the lab installs its handlers (a signal before that was lost: seen in CI)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _state(pid: int):
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -65,7 +72,8 @@ def test_signals_at_random_points_leave_no_residue(clean_host, model, extra, run
         where = f"run {i}: {signal.Signals(sig).name} at {delay_s:.2f} s on {model}"
         p = subprocess.Popen([str(REPO / ".venv/bin/nfvlab"), "search", "--model", model, "--frame-size", "64",
                               "--goal", "ndr", "--no-progress", *extra],
-                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=_as_if_from_a_terminal)
         time.sleep(delay_s)
         p.send_signal(sig)
         try:
