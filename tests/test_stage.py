@@ -13,7 +13,7 @@ import yaml
 
 from conftest import REPO, nfvlab_cli
 from nfvlab import results
-from nfvlab.records import runs_frame
+from nfvlab.records import runs_frame, trials_frame
 
 TINY = {"models": ["host-routing", "sriov"], "repetitions": 1, "traffic": {"frame_sizes": [256]},
         "trial": {"duration_s": 0.3}, "latency_load_fractions": [0.0],
@@ -69,7 +69,12 @@ def test_a_stage_measures_records_only_and_the_analysis_runs_the_notebook_over_t
     assert r.returncode == 0, r.stderr[-3000:]
     assert "a-networking-models: 1/1 " in r.stdout            # one progress line per search
     s = results.searches_frame(records)
-    assert list(s["model"]) == ["host-routing"] and s["throughput_pps"].iloc[0] == 10000
+    # The NDR is the highest rate of a valid zero-loss search trial in the records (10 kpps, the
+    # maximum, unless host noise spoiled that trial: a plumbing test must not depend on it).
+    t = trials_frame(records)
+    clean = t[(t["purpose"] == "search") & t["valid"] & (t["loss_ratio"] == 0)]
+    assert list(s["model"]) == ["host-routing"] and s["throughput_pps"].iloc[0] == clean["rate_pps"].max()
+    assert 2000 <= s["throughput_pps"].iloc[0] <= 10000
     assert list(results.not_realizable_frame(records)["model"]) == ["sriov"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "experiment_a.yaml"]  # records, nothing else
 
