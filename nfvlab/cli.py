@@ -541,6 +541,7 @@ def cmd_calibrate(a) -> int:
                                                       duration_s=a.duration_s, progress=not a.json)
             cal.put(identity, fs, r, bidirectional=not a.unidirectional)
             cal.save()
+            # "ceilings": per size, the path auto uses (measured last: paths run in reverse preference)
             report["identity"] = identity
             report["ceilings"][str(fs)] = r.throughput_pps
             report.setdefault("ceilings_by_tx", {}).setdefault(tx or "-", {})[str(fs)] = r.throughput_pps

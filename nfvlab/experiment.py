@@ -128,9 +128,8 @@ def run_experiment(params: ExperimentParams, records: Union[str, Path], *, backe
                                 "ceilings": (entry or {}).get("ceilings")}}
     if len(tx_paths(params.lab.generator)) > 1:  # tx: auto: each scenario's trials say which path
         prov_extra["generator"]["tx_paths"] = {
-            tx: {"identity": identity_for(params.lab.generator, tx),
-                 "ceilings": (calibration.entry(identity_for(params.lab.generator, tx)) or {}).get("ceilings")}
-            for tx in tx_paths(params.lab.generator)}
+            tx: {"identity": ident, "ceilings": (calibration.entry(ident) or {}).get("ceilings")}
+            for tx in tx_paths(params.lab.generator) for ident in [identity_for(params.lab.generator, tx)]}
     # The run holds the host lock from here: a busy lab refuses it before a record is written.
     with HostLock(f"experiment {params.experiment}", for_run=True):
         previous = interrupted_run(records, dump["fingerprint"]) if resume else None

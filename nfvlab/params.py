@@ -307,8 +307,10 @@ class KubernetesParams(_Strict):
     vpp_bridge_id: int = Field(default=1, ge=1)
     """``vpp`` (Userspace CNI, VPP engine): the node VPP's bridge domain the pods' memif ports join
     (the node's NIC ports must be in it: the node's VPP, configured by its operator)."""
-    afxdp_resource: str = Field(default="afxdp/nfvlab", pattern=r"^[A-Za-z0-9.-]+/[A-Za-z0-9_.-]+$")
-    """``afxdp-cni``: the AF_XDP device plugin's pool resource a DPDK pod asks two netdevs of."""
+    afxdp_resource: Optional[str] = Field(default="afxdp/nfvlab", pattern=r"^[A-Za-z0-9.-]+/[A-Za-z0-9_.-]+$")
+    """``afxdp-cni``: the AF_XDP device plugin's pool resource a DPDK pod asks two netdevs of; ``null``:
+    no device plugin, the AF_XDP CNI moves the node's ``nics`` into the pod (its NADs name them as
+    ``deviceID``, which the plugin would pass): the local cluster, whose veth NIC ports no pool takes."""
     userspace_cni_kubeconfig: Optional[str] = None
     """Kubeconfig on the node the Userspace CNI reads the pod with (its ``kubeconfig`` key);
     default: ``kubeconfig`` (right for ``cabling: local``, where the node is this host)."""

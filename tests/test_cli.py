@@ -162,6 +162,6 @@ def test_lab_models_lists_the_models_the_profiles_lab_realizes_and_why_not(tmp_p
     out = nfvlab_cli("lab", "models", "--lab-profile", str(profile), "--json", check=True)
     rows = {r["name"]: r for r in json.loads(out.stdout)}
     assert len(rows) == 15 and {r["lab_kind"] for r in rows.values()} == {"kubernetes"}
-    assert rows["host-routing"]["realizable"] is False
-    assert "needs secondary networks nfvlab does not render" in rows["host-routing"]["reason"]
+    assert rows["vpp"]["realizable"] is False and "VPP 19.04's API files" in rows["vpp"]["reason"]
+    assert rows["host-routing"]["realizable"] is False and "/nonexistent/kubeconfig" in rows["host-routing"]["reason"]
     assert rows["macvlan"]["realizable"] is False and "/nonexistent/kubeconfig" in rows["macvlan"]["reason"]

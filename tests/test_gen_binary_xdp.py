@@ -25,7 +25,7 @@ from test_gen_binary import (
 from nfvlab.scenario.topology import Port as LabPort
 from nfvlab.scenario.topology import Stream
 from nfvlab.traffic.embedded import tx_object
-from nfvlab.traffic.embedded.generator import XdpPorts, _gro, veth_peer
+from nfvlab.traffic.embedded.generator import XdpPorts, _gro, veth_peer, xdp_peers
 from nfvlab.traffic.base import GeneratorError
 
 pytestmark = pytest.mark.lab
@@ -132,7 +132,8 @@ def test_a_port_whose_peer_has_no_napi_is_found_by_the_driver(pair):
     assert veth_peer(LabPort(a.ns, a.ifname)) == LabPort(b.ns, b.ifname)
     assert not _gro(LabPort(b.ns, b.ifname))
     streams = [Stream(LabPort(a.ns, a.ifname), LabPort(b.ns, b.ifname), MAC_A, MAC_B, "198.18.0.1", "198.19.0.2")]
-    with XdpPorts(streams):
+    assert xdp_peers(streams * 2) == [LabPort(b.ns, b.ifname)]  # once each
+    with XdpPorts(xdp_peers(streams)):
         assert _gro(LabPort(b.ns, b.ifname))
     assert not _gro(LabPort(b.ns, b.ifname))
 

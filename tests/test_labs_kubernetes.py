@@ -22,7 +22,7 @@ from nfvlab import params as P
 from nfvlab.labs import LabError
 from nfvlab.labs.kubernetes import backend as kb
 from nfvlab.labs import forwarder
-from nfvlab.labs.kubernetes import render, userspace
+from nfvlab.labs.kubernetes import node_routing, render, userspace
 from nfvlab.scenario import DensityCell, Resources, Scenario
 from nfvlab.system import netns as nl
 from nfvlab.system.hostlock import HostLock
@@ -168,11 +168,25 @@ def test_chain_combined_has_direct_north_south_ports_and_a_user_space_east_west_
 
 def test_what_nfvlab_cannot_render_or_the_local_node_cannot_run_says_why_in_one_line():
     lab = kb.KubernetesLab(P.LabParams(kind="kubernetes", kubernetes=_kparams(cabling="local")))
-    why = lab.check(Scenario("ovs-dpdk-tap"))
-    assert len(why) == 1 and "has no CNI" in why[0] and "kubernetes.networks.ovs-dpdk-tap)" in why[0], why
-    for model, because in (("afxdp-cni", "pools physical ports only"), ("vpp", "VPP 19.04's API files")):
-        assert lab.check(Scenario(model)) == [f"{model} cannot run on this cluster: {userspace.LOCAL_WHY[model]}"]
-        assert because in userspace.LOCAL_WHY[model]
+    why = lab.check(Scenario("ebpf-tc", Resources(pcdr4nf="1:2")))
+    assert len(why) == 1 and "core ratios need user-space NFs" in why[0], why
+    assert lab.check(Scenario("vpp")) == [f"vpp cannot run on this cluster: {userspace.LOCAL_WHY['vpp']}"]
+    assert "VPP 19.04's API files" in userspace.LOCAL_WHY["vpp"]
+    # afxdp-cni on the local node: its veth NIC ports are no device plugin's pool (the profile's default)
+    assert lab.check(Scenario("afxdp-cni")) == [f"afxdp-cni cannot run on this cluster: {userspace.AFXDP_POOL_WHY}"]
+
+
+def test_afxdp_cni_without_a_pool_renders_nads_naming_the_nodes_nic_ports():
+    kp = _kparams(cabling="local", afxdp_resource=None)
+    objs = render.manifests(Scenario("afxdp-cni"), kp, "abc123")
+    assert [p for o in objs for p in render.validate(o, kp)] == []
+    nads = [o for o in objs if o["kind"] == "NetworkAttachmentDefinition"]
+    assert [json.loads(o["spec"]["config"]) for o in nads] == [
+        {"cniVersion": "0.3.0", "type": "afxdp", "mode": "primary", "name": f"pod1-afxdp{side}",
+         "deviceID": nic, "skipUnloadBpf": True} for side, nic in enumerate(kp.nics)]
+    assert all("annotations" not in o["metadata"] for o in nads)  # no pool to draw from
+    pod = objs[-1]["spec"]["containers"][0]
+    assert not any("afxdp" in k for part in pod["resources"].values() for k in part)
 
 
 def test_vpp_and_afxdp_cni_render_dpdk_pods_on_their_cnis_for_a_real_cluster():
@@ -196,7 +210,9 @@ def test_vpp_and_afxdp_cni_render_dpdk_pods_on_their_cnis_for_a_real_cluster():
     assert {json.loads(o["spec"]["config"])["type"] for o in nads} == {"afxdp"}
     pod = afx[-1]["spec"]["containers"][0]
     assert pod["resources"]["requests"]["afxdp/pool1"] == pod["resources"]["limits"]["afxdp/pool1"] == "2"
-    assert "net_af_xdp0,iface=eth1" in pod["command"][2] and "mount -t bpf" in pod["command"][2]
+    # the pool's netdevs keep their names: the pod reads them from the device plugin's AFXDP_DEVICES
+    assert '"--vdev=net_af_xdp0,iface=$dev0,' in pod["command"][2] and "mount -t bpf" in pod["command"][2]
+    assert "set -- $AFXDP_DEVICES" in pod["command"][2] and "env" not in pod
     assert {"BPF", "SYS_ADMIN", "NET_ADMIN"} <= set(pod["securityContext"]["capabilities"]["add"])
     assert userspace.cross_connects("afxdp-cni", kp, "abc123", ["pod1"]) == []
 
@@ -215,6 +231,29 @@ def test_the_pod_routes_towards_the_generator_ports_in_the_benchmarking_range():
     for o in render.nads(Scenario("macvlan"), kp, "abc123"):
         cfg = json.loads(o["spec"]["config"])
         assert cfg["ipam"]["addresses"][0]["address"].startswith("198.18.")
+
+
+def test_host_routing_renders_ptp_links_and_a_pod_routing_through_the_node():
+    kp = _kparams()
+    objs = render.manifests(Scenario("host-routing"), kp, "abc123")
+    assert [o["kind"] for o in objs] == ["Namespace", "NetworkAttachmentDefinition", "NetworkAttachmentDefinition",
+                                        "Pod"]
+    assert [x for o in objs for x in render.validate(o, kp)] == []
+    cfgs = [json.loads(o["spec"]["config"]) for o in objs[1:3]]
+    assert [(c["type"], c["ipam"]["addresses"]) for c in cfgs] == [
+        ("ptp", [{"address": "198.18.11.2/30", "gateway": "198.18.11.1"}]),
+        ("ptp", [{"address": "198.18.12.2/30", "gateway": "198.18.12.1"}])]
+    container = objs[-1]["spec"]["containers"][0]
+    script, ready = container["command"][2], container["readinessProbe"]["exec"]["command"][2]
+    # the generator's networks are behind the node: no static neighbour towards the generator's ports
+    assert "arp" not in script
+    assert "ip route replace 198.19.1.0/24 via 198.18.11.1 dev eth1" in script
+    assert "ip route replace 198.19.2.0/24 via 198.18.12.1 dev eth2" in script
+    assert "ping -c 1 -W 1 198.18.11.1" in ready and "ping -c 1 -W 1 198.18.12.1" in ready
+    # the node's routing is nfvlab's only on the local node; a real cluster's NADs can be named
+    remote = kb.KubernetesLab(P.LabParams(kind="kubernetes", kubernetes=_kparams(cabling="external")))
+    why = remote.check(Scenario("host-routing"))
+    assert len(why) == 1 and "policy rules per NIC port" in why[0] and "cabling local" in why[0], why
 
 
 def test_validation_catches_bad_manifests_and_unknown_cni_keys():
@@ -379,9 +418,9 @@ def test_cli_renders_yaml_that_round_trips_and_refuses_models_without_networks()
     docs = list(yaml.safe_load_all(out.stdout))
     assert [d["kind"] for d in docs] == ["Namespace", "NetworkAttachmentDefinition",
                                         "NetworkAttachmentDefinition", "Pod"]
-    bad = nfvlab_cli("lab", "render", "--lab-profile", "params/lab.kubernetes.yaml", "--model", "ovs-dpdk-tap")
+    bad = nfvlab_cli("lab", "render", "--lab-profile", "params/lab.kubernetes.yaml", "--model", "ebpf-tc")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
-    assert "kubernetes.networks.ovs-dpdk-tap" in bad.stderr
+    assert "primary CNI in eBPF mode" in bad.stderr and "kubernetes.networks.ebpf-tc" in bad.stderr
     out = nfvlab_cli("lab", "render", "--lab-profile", "params/lab.kubernetes.yaml", "--model", "chain-userspace",
                      check=True)
     assert [d["metadata"]["name"] for d in yaml.safe_load_all(out.stdout) if d["kind"] == "Pod"] == \
@@ -445,7 +484,8 @@ def cluster():
 def _lab_params(k8s, **kw):
     return P.validate(P.LabParams, {"kind": "kubernetes", "kubernetes": {
         "kubeconfig": str(k8s.kubeconfig), "node": k8s.node_name, "nics": NICS, "cabling": "local",
-        "image_pull_policy": "Never", "ready_timeout_s": 30, "cni_conf_dir": str(k8s.cni_conf_dir), **kw}})
+        "image_pull_policy": "Never", "ready_timeout_s": 30, "cni_conf_dir": str(k8s.cni_conf_dir),
+        "afxdp_resource": None, **kw}})  # as params/lab.kubernetes.yaml: no AF_XDP pool of veths
 
 
 def _lab(k8s, **kw):
@@ -461,6 +501,13 @@ def _namespaces(k8s) -> list[str]:
 
 def _nothing_left(k8s):
     assert _namespaces(k8s) == []
+    # host-routing's policy rules and sysctls (the cluster's snapshot is the value before any run)
+    rules = subprocess.run(["ip", "-4", "rule", "show"], capture_output=True, text=True, check=True).stdout
+    assert not any(f"lookup {t}" in rules for t in node_routing.TABLE.values()), rules
+    from nfvlab.labs.kubernetes import local_cluster as kc
+
+    before = json.loads(kc.state_file().read_text())["sysctls"]["net/ipv4/ip_forward"]
+    assert Path("/proc/sys/net/ipv4/ip_forward").read_text().strip() == before.strip()
     assert not any(nl.link_exists(None, n) for n in NICS)
     assert list(kb.labs_dir().iterdir()) == [] if kb.labs_dir().exists() else True  # no record, no .tmp
     # Under the host lock: an embedded lab of another process (it holds the lock while it lives) is
@@ -471,7 +518,7 @@ def _nothing_left(k8s):
 
 @pytest.mark.lab
 @pytest.mark.k8s
-@pytest.mark.parametrize("model", ["macvlan", "smartnic-direct", "linux-bridge"])
+@pytest.mark.parametrize("model", ["macvlan", "smartnic-direct", "linux-bridge", "host-routing"])
 def test_a_trial_through_a_kubernetes_pod_counts_exactly(cluster, clean_host, model):
     from nfvlab.traffic.embedded import EmbeddedGenerator
     from nfvlab.trial import run_trial
@@ -484,6 +531,8 @@ def test_a_trial_through_a_kubernetes_pod_counts_exactly(cluster, clean_host, mo
         gen = EmbeddedGenerator(session.streams, latency_pps=100, tx="auto", busy_roles=session.busy_roles)
         result = run_trial(gen, 4000, 1.0, 128)
         assert (gen.tx, gen.last_report["tx"], session.busy_roles) == ("xdp", "xdp", {}), gen.tx_why
+        if model == "host-routing":  # (smartnic-direct: the NIC ports are in the pod)
+            dmacs, nic_macs = [st.dmac for st in session.streams], [nl.mac(None, n) for n in NICS]
     for d in result.directions:
         assert d.intended_packets == d.sent_packets == d.received_packets == 4000, d
         assert d.latency.probes_received == d.latency.probes_sent > 0
@@ -491,6 +540,9 @@ def test_a_trial_through_a_kubernetes_pod_counts_exactly(cluster, clean_host, mo
     assert 0 < info["pod_create_to_interfaces_s"] <= info["pod_create_to_ready_s"] < 30
     assert info["nads"][0]["type"] == render.CNI_OF[model]
     assert info["teardown_s"] > 0
+    if model == "host-routing":  # the node routed: its NIC ports are the generator's gateways
+        assert dmacs == nic_macs
+        assert sorted(info["node_routing"]["pod_links"]) == [0, 1] and len(info["node_routing"]["rules"]) == 2
     # provenance: per-pod deletion time, the node's CNI conf (Multus), its NIC ports' driver, kubelet policies
     assert 0 < info["pods"]["pod1"]["delete_s"] <= info["teardown_s"]
     assert any(c.get("type") == "multus" or "multus" in json.dumps(c) for c in info["node_cni_conf"].values())
@@ -507,12 +559,14 @@ def _user_space_residue(run_id: str) -> list[str]:
     ovs_run = Path(userspace.OVS_RUNDIR)
     left += [str(p) for p in ovs_run.iterdir()] if ovs_run.exists() else []
     out = subprocess.run(["pgrep", "-af", "ovs-vswitchd|ovsdb-server|dpdk-testpmd"], capture_output=True, text=True)
+    left += [f"link {t}" for t in userspace.ovs_taps(_kparams())
+             if nl.link_exists(None, t)]  # OVS's persistent taps
     return left + [line for line in out.stdout.splitlines() if "pgrep" not in line]
 
 
 @pytest.mark.lab
 @pytest.mark.k8s
-@pytest.mark.parametrize("model", [m for m in USERSPACE if m not in userspace.LOCAL_WHY])
+@pytest.mark.parametrize("model", [m for m in USERSPACE if m not in userspace.LOCAL_WHY and userspace.runs_ovs(m)])
 def test_a_trial_through_the_drafts_dpdk_pods_on_the_node_vswitch_counts_exactly(cluster, clean_host, model):
     # The draft's Figure 9 on a real cluster: testpmd pods on Userspace CNI vhost-user (or memif, or
     # direct) ports of the node's OVS-DPDK, which nfvlab runs as a pod and cross-connects port to port.
@@ -540,6 +594,34 @@ def test_a_trial_through_the_drafts_dpdk_pods_on_the_node_vswitch_counts_exactly
     assert all(0 < info["pods"][n]["create_to_ready_s"] and info["pods"][n]["delete_s"] > 0 for n in chain)
     if userspace.uses_userspace_cni(model):
         assert {n["type"] for n in info["nads"]} >= {"userspace"}
+    if model == "ovs-dpdk-tap":  # the OVS CNI's veths, cross-connected by the OpenFlow ports they asked for
+        assert {n["type"] for n in info["nads"]} == {"ovs"}
+        assert info["flows"] == ["in_port=1,actions=output:10", "in_port=10,actions=output:1",
+                                 "in_port=11,actions=output:2", "in_port=2,actions=output:11"]
+    assert _user_space_residue(info["run_id"]) == []
+    _nothing_left(cluster)
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+def test_a_trial_through_the_drafts_dpdk_pod_on_af_xdp_cni_ports_counts_exactly(cluster, clean_host):
+    # afxdp-cni: the AF_XDP CNI moves the node's NIC ports into the DPDK pod, whose af_xdp ports
+    # bind them (no device plugin: the local node's veths are no pool); no vSwitch
+    from nfvlab.traffic.embedded import EmbeddedGenerator
+    from nfvlab.trial import run_trial
+
+    backend = _lab(cluster)
+    assert backend.check(Scenario("afxdp-cni")) == []
+    with backend.open(Scenario("afxdp-cni")) as session:
+        info = session.info
+        assert not any(nl.link_exists(None, n) for n in NICS)  # in the pod
+        gen = EmbeddedGenerator(session.streams, latency_pps=100, tx="auto", busy_roles=session.busy_roles)
+        result = run_trial(gen, 4000, 1.0, 128)
+    for d in result.directions:
+        assert d.intended_packets == d.sent_packets == d.received_packets == 4000, d
+        assert d.latency.probes_received == d.latency.probes_sent > 0
+    assert [(n["type"], n["deviceID"]) for n in info["nads"]] == [("afxdp", nic) for nic in NICS]
+    assert info["forwarder"].startswith("dpdk-testpmd --forward-mode=mac") and "vswitch" not in info
     assert _user_space_residue(info["run_id"]) == []
     _nothing_left(cluster)
 
@@ -622,9 +704,10 @@ with KubernetesLab(lab).open(Scenario({model!r})) as s:
 
 @pytest.mark.lab
 @pytest.mark.k8s
-@pytest.mark.parametrize("model", ["macvlan", "ovs-dpdk-vhost"])
+@pytest.mark.parametrize("model", ["macvlan", "ovs-dpdk-vhost", "host-routing", "afxdp-cni"])
 def test_kill9_then_lab_clean_removes_the_namespace_and_the_host_links(cluster, clean_host, model):
-    # ovs-dpdk-vhost: also the node vSwitch pod, its files, the sockets' directory, the CNI's ports
+    # ovs-dpdk-vhost: also the node vSwitch pod, its files, its taps, the sockets' directory, the CNI's ports;
+    # host-routing: the node's policy rules and forwarding sysctl; afxdp-cni: the NIC ports the CNI moved
     params = _lab_params(cluster).model_dump()
     code = KILLED.format(tests=str(REPO / "tests"), params=params, model=model)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
@@ -632,7 +715,8 @@ def test_kill9_then_lab_clean_removes_the_namespace_and_the_host_links(cluster, 
     assert len(_namespaces(cluster)) == 1
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert len(_namespaces(cluster)) == 1 and nl.link_exists(None, NICS[0])  # left behind
+    # left behind (afxdp-cni's NIC ports are in its pod)
+    assert len(_namespaces(cluster)) == 1 and nl.link_exists(None, NICS[0]) == (model != "afxdp-cni")
     out = nfvlab_cli("lab", "clean", check=True)
     assert "kubernetes run" in out.stdout
     assert _user_space_residue("") == []

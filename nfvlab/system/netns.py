@@ -120,22 +120,39 @@ def link_mtu(ns_name: str, ifname: str) -> int:
 
 
 @_off_running_loop
-def add_address(ns_name: str, ifname: str, cidr: str) -> None:
+def add_address(ns_name: Optional[str], ifname: str, cidr: str) -> None:
     addr, plen = cidr.split("/")
     with ipr_in(ns_name) as ipr:
         ipr.addr("add", index=link_index(ipr, ifname), address=addr, prefixlen=int(plen))
 
 
 @_off_running_loop
-def add_neighbour(ns_name: str, ifname: str, ip: str, lladdr: str) -> None:
-    """A permanent ARP entry: lab links never resolve addresses on the wire."""
+def add_neighbour(ns_name: Optional[str], ifname: str, ip: str, lladdr: str, replace: bool = False) -> None:
+    """A permanent ARP entry: lab links never resolve addresses on the wire. ``replace``: over an
+    entry the kernel learnt (a readiness ping's)."""
     with ipr_in(ns_name) as ipr:
-        ipr.neigh("add", dst=ip, lladdr=lladdr, ifindex=link_index(ipr, ifname), state="permanent")
+        ipr.neigh("replace" if replace else "add", dst=ip, lladdr=lladdr, ifindex=link_index(ipr, ifname),
+                  state="permanent")
 
 
 @_off_running_loop
-def add_route(ns_name: str, dst: str, gateway: str, ifname: str, table: Optional[int] = None) -> None:
-    kw = {"table": table} if table else {}
+def link_with_address(ns_name: Optional[str], ip: str) -> Optional[str]:
+    """The name of the link that has address ``ip`` (a CNI-made link of unknown name), else None."""
+    with ipr_in(ns_name) as ipr:
+        for addr in ipr.get_addr(family=2):
+            if addr.get("IFA_ADDRESS") == ip or addr.get("IFA_LOCAL") == ip:
+                return ipr.get_links(addr["index"])[0].get("IFLA_IFNAME")
+    return None
+
+
+@_off_running_loop
+def add_route(ns_name: Optional[str], dst: str, gateway: str, ifname: str, table: Optional[int] = None,
+              onlink: bool = False) -> None:
+    """``onlink``: the gateway is on ``ifname``'s link whatever its own route says (a CNI's host route
+    of scope host makes the kernel ignore a gateway resolved through it)."""
+    kw: dict = {"table": table} if table else {}
+    if onlink:
+        kw["flags"] = 4  # RTNH_F_ONLINK
     with ipr_in(ns_name) as ipr:
         ipr.route("add", dst=dst, gateway=gateway, oif=link_index(ipr, ifname), **kw)
 
@@ -153,9 +170,22 @@ def add_multipath_route(ns_name: str, dst: str, hops: list[tuple[str, str]], tab
 
 
 @_off_running_loop
-def add_rule_iif(ns_name: str, ifname: str, table: int, priority: int) -> None:
+def add_rule_iif(ns_name: Optional[str], ifname: str, table: int, priority: int) -> None:
     with ipr_in(ns_name) as ipr:
         ipr.rule("add", iifname=ifname, table=table, priority=priority)
+
+
+@_off_running_loop
+def delete_rule_iif(ns_name: Optional[str], ifname: str, table: int, priority: int) -> None:
+    """Delete the rule :func:`add_rule_iif` adds; no error if it is gone."""
+    from pyroute2.netlink.exceptions import NetlinkError
+
+    with ipr_in(ns_name) as ipr:
+        try:
+            ipr.rule("del", iifname=ifname, table=table, priority=priority)
+        except NetlinkError as err:
+            if err.code != 2:  # ENOENT
+                raise
 
 
 @_off_running_loop

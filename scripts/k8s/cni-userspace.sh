@@ -28,41 +28,13 @@ set -euo pipefail
 VERSION=v0.0.0-20201116143459-807c52367c73
 RECIPE=r2
 MODULE=github.com/intel/userspace-cni-network-plugin
-CACHE=${NFVLAB_CACHE:-/var/cache/nfvlab}
-OUT="$CACHE/cni/userspace-${VERSION}_${RECIPE}"
-STAMP="$OUT/stamp"
+NAME=userspace
+source "$(dirname "${BASH_SOURCE[0]}")/cni-lib.sh"
 [ "${1:-}" = "--print-dir" ] && { echo "$OUT"; exit 0; }
-
-GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
-if [ ! -x "$GO" ]; then
-  echo "cni-userspace: FAILED: no Go toolchain (set GO=/path/to/go)" >&2
-  exit 1
-fi
-STAMP_TEXT="$MODULE@$VERSION $RECIPE $("$GO" env GOVERSION)"
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$STAMP_TEXT" ] && [ -x "$OUT/bin/userspace" ]; then
-  echo "cni-userspace: up to date: $OUT"
-  exit 0
-fi
-
-mkdir -p "$OUT/bin" "$OUT/logs"
-exec 9>"$OUT/.lock"
-flock 9
-LOG="$OUT/logs/build.log"
-: > "$LOG"
-fail() { tail -n 20 "$LOG" | sed 's/^/  | /' >&2; echo "cni-userspace: FAILED: $1 (log: $LOG)" >&2; exit 1; }
-
-export GOPATH="$CACHE/go" GOMODCACHE="$CACHE/go/pkg/mod" GOCACHE="$CACHE/go/build-cache"
-export GOFLAGS="-mod=mod -buildvcs=false -modcacherw" GOTOOLCHAIN=local
-export GOPROXY=${GOPROXY:-https://proxy.golang.org,direct}
-T0=$(date +%s)
-WORK="$OUT/work"
-rm -rf "$WORK"; mkdir -p "$WORK"
+cni_begin
 
 # The module's source, writable, with the VPP engine stubbed.
-SRC=$("$GO" mod download -json "$MODULE@$VERSION" 2>>"$LOG" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])') \
-  || fail "go mod download $MODULE@$VERSION"
-cp -r "$SRC" "$WORK/src"
-chmod -R u+w "$WORK/src"
+cni_source
 rm -rf "$WORK/src/cnivpp" "$WORK/src/docker" "$WORK/src/tests"
 mkdir -p "$WORK/src/cnivpp"
 cat > "$WORK/src/cnivpp/cnivpp.go" <<'EOF'
@@ -105,14 +77,7 @@ func (CniVpp) DelFromContainer(conf *types.NetConf, args *skel.CmdArgs, sharedDi
 }
 EOF
 # The idempotent DEL (above): each guard must apply exactly once.
-python3 - "$WORK/src" <<'PYEOF' >>"$LOG" 2>&1 || fail "patching the DEL guards"
-import pathlib, sys
-src = pathlib.Path(sys.argv[1])
-def patch(rel, old, new):
-    p = src / rel
-    text = p.read_text()
-    assert text.count(old) == 1, f"{rel}: expected one {old!r}"
-    p.write_text(text.replace(old, new))
+cni_patch "patching the DEL guards" <<'PYEOF'
 patch("cniovs/cniovs.go", "\t\tfolder, err := os.Open(sharedDir)\n\t\tif err != nil {\n",
       "\t\tfolder, err := os.Open(sharedDir)\n\t\tif os.IsNotExist(err) {\n\t\t\treturn nil // nfvlab: already gone\n"
       "\t\t}\n\t\tif err != nil {\n")
@@ -129,8 +94,4 @@ PYEOF
     -ldflags "-X main.version=$VERSION -X main.commit=807c52367c73 -X main.date=2020-11-16" \
     -o "$OUT/bin/userspace.tmp" ./userspace
 ) >>"$LOG" 2>&1 || fail "go build ./userspace"
-mv -f "$OUT/bin/userspace.tmp" "$OUT/bin/userspace"
-rm -rf "$WORK"
-echo "$STAMP_TEXT" > "$STAMP.tmp"
-mv -f "$STAMP.tmp" "$STAMP"
-echo "cni-userspace: built $OUT/bin/userspace in $(( $(date +%s) - T0 ))s"
+cni_finish

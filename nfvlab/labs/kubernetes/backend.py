@@ -38,7 +38,7 @@ from typing import Iterator, Optional
 
 from nfvlab.labs import forwarder
 from nfvlab.labs.base import LabError, LabSession, Terminated
-from nfvlab.labs.kubernetes import render, userspace
+from nfvlab.labs.kubernetes import node_routing, render, userspace
 from nfvlab.params import LabParams
 from nfvlab.scenario import CorePlan, Port, Scenario, Stream
 from nfvlab.scenario.resources import NotRealizable, plan
@@ -83,6 +83,10 @@ class RunState:
     host_dirs: list[str] = field(default_factory=list)
     """Directories on the node the run's pods may create (hostPath DirectoryOrCreate) that did not
     exist before: removed when empty, after :attr:`host_paths`."""
+    host_rules: list[dict] = field(default_factory=list)
+    """Policy routing rules on the node (host-routing, :mod:`.node_routing`): deleted at teardown."""
+    host_sysctls: dict[str, str] = field(default_factory=dict)
+    """Host-wide sysctls the run changed (host-routing) and their values before: restored at teardown."""
 
     @property
     def path(self) -> Path:
@@ -254,6 +258,10 @@ class KubernetesLab:
         if model == "linux-bridge" and p.cabling != "local" and model not in p.networks:
             why.append("linux-bridge needs the node's NIC ports on a bridge; nfvlab wires that only with "
                        "cabling local (else name NADs in kubernetes.networks)")
+        if model == "host-routing" and p.cabling != "local" and model not in p.networks:
+            why.append("host-routing needs the node to route between its NIC ports and the pod's links (policy "
+                       "rules per NIC port); nfvlab sets that up only with cabling local (else name NADs in "
+                       "kubernetes.networks)")
         if scenario.density is not None:
             why += render.density_reasons(scenario, p)
         if res.noisy_load_pct is not None and not p.noisy_image:
@@ -279,6 +287,19 @@ class KubernetesLab:
                 and not (Path(p.cni_conf_dir).parent / "bin" / "userspace").exists()):
             why.append(f"the node's CNI bin directory ({Path(p.cni_conf_dir).parent / 'bin'}) has no Userspace CNI "
                        "(scripts/k8s/cni-userspace.sh builds it; `nfvlab cluster up` installs it)")
+        for kind, binary, what in (("veth", "ovs", "OVS CNI"), ("afxdp", "afxdp", "AF_XDP CNI")):
+            if (userspace.POD_PORTS[model] == kind and p.cni_conf_dir
+                    and not (Path(p.cni_conf_dir).parent / "bin" / binary).exists()):
+                why.append(f"the node's CNI bin directory ({Path(p.cni_conf_dir).parent / 'bin'}) has no {what} "
+                           f"(scripts/k8s/cni-{binary}.sh builds it; `nfvlab cluster up` installs it)")
+        if userspace.POD_PORTS[model] == "afxdp" and p.cabling == "local" and p.afxdp_resource:
+            why.append(userspace.AFXDP_POOL_WHY)
+        taps = [t for t in userspace.ovs_taps(p) if p.cabling == "local" and userspace.runs_ovs(model)
+                and nl.link_exists(None, t)]
+        if taps:
+            why.append(f"links {', '.join(taps)} exist on this host (an OVS userspace datapath's persistent "
+                       "taps): nfvlab's vSwitch would take them over and its teardown delete them; remove them "
+                       "(ip link del) if no OVS of yours uses them")
         if _socket_answers(Path(userspace.OVS_RUNDIR) / "db.sock"):
             why.append(f"an OVS already runs on the node ({userspace.OVS_RUNDIR}/db.sock answers): nfvlab runs "
                        "the local node's vSwitch itself and never shares one")
@@ -471,6 +492,13 @@ class KubernetesLab:
         if p.cabling == "local":  # the node's NIC ports are this host's links until a pod takes them
             info["node_nics"] = {nic: nic_info(nic) for nic in p.nics}
         core_plan = self.core_plan(scenario)
+        routed = self._routed(scenario)
+        if routed:
+            st.host_rules, st.host_sysctls = node_routing.rules(p.nics), node_routing.sysctl_values()
+            st.save()
+            with signals.deferred():  # as in _cable
+                node_routing.prepare(p.nics, tg_macs)
+            signals.checkpoint()
         dpdk = render.dpdk_pods(scenario, p)
         ovs = dpdk and userspace.runs_ovs(scenario.model)
         if dpdk and p.cabling == "local":
@@ -478,6 +506,8 @@ class KubernetesLab:
             st.host_paths += [f"{p.vhost_dir}/{run_id}",
                               *(f"{userspace.OVS_RUNDIR}/{f}" for f in userspace.OVS_RUN_FILES)]
             st.host_dirs += [d for d in (userspace.OVS_RUNDIR, p.vhost_dir) if not os.path.exists(d)]
+            if userspace.runs_ovs(scenario.model):  # the taps its OVS leaves behind (persistent)
+                st.host_links += userspace.ovs_taps(p)
             st.save()
         if dpdk:
             info.update(core_plan=core_plan.describe() if core_plan else None, mtu=self.mtu(scenario),
@@ -509,6 +539,14 @@ class KubernetesLab:
         chain = render.chains(scenario)[0]
         if ovs:
             info["flows"] = self._cross_connect(scenario, run_id, chain)
+        if routed:
+            macs = {side: _port_mac(ready["pod1"]["pod"], side) for side in (0, 1)}
+            with signals.deferred():
+                links = node_routing.route_to_pod(p.nics, macs)
+            signals.checkpoint()
+            info["node_routing"] = {"nic_addresses": dict(zip(p.nics, render.NODE_NIC_IP.values())),
+                                    "pod_links": links, "rules": st.host_rules,
+                                    "sysctls": node_routing.SYSCTLS}
         pod, timings = ready["pod1"]["pod"], {k: v for k, v in ready["pod1"].items() if k != "pod"}
         node = pod["spec"].get("nodeName")
         if scenario.resources.noisy_load_pct is not None:
@@ -530,17 +568,23 @@ class KubernetesLab:
         # (a DPDK pod's socket ports are no netdevs: their MACs are the forwarder's plan; a port on the
         # pod's own netdev, af_packet or af_xdp, has the netdev's).
         direct = {0: True, 1: True} if not dpdk else {
-            0: userspace.port_kind(scenario.model, chain, chain[0], 0) in ("direct", "afxdp"),
-            1: userspace.port_kind(scenario.model, chain, chain[-1], 1) in ("direct", "afxdp")}
-        first = _interface_macs(pod)["eth1"] if direct[0] else forwarder.pod_mac(int(chain[0][3:]), 0)
-        last = (_interface_macs(ready[chain[-1]]["pod"])["eth2"] if direct[1]
-                else forwarder.pod_mac(int(chain[-1][3:]), 1))
+            0: userspace.port_kind(scenario.model, chain, chain[0], 0) in ("direct", "afxdp", "veth"),
+            1: userspace.port_kind(scenario.model, chain, chain[-1], 1) in ("direct", "afxdp", "veth")}
+        first = _port_mac(pod, 0) if direct[0] else forwarder.pod_mac(int(chain[0][3:]), 0)
+        last = _port_mac(ready[chain[-1]]["pod"], 1) if direct[1] else forwarder.pod_mac(int(chain[-1][3:]), 1)
+        if routed:  # the generator's gateway is the node (its NIC ports), which routes to the pod
+            first, last = nl.mac(None, p.nics[0]), nl.mac(None, p.nics[1])
         streams = [Stream(tx[0], tx[1], tg_macs[0], first, *default_ips(0)),
                    Stream(tx[1], tx[0], tg_macs[1], last, *default_ips(1))]
         noisy = scenario.resources.noisy_load_pct is not None
         busy = (core_plan.busy_roles(noisy=noisy) if core_plan
                 else {"noisy neighbour": frozenset()} if noisy else {})
         yield LabSession(streams=streams, info=info, busy_roles=busy)
+
+    def _routed(self, scenario: Scenario) -> bool:
+        """host-routing on networks nfvlab renders, the node this host: nfvlab sets up the node's routing."""
+        return (self.params.cabling == "local" and render.CNI_OF.get(scenario.model) == "ptp"
+                and scenario.model not in self.params.networks)
 
     def _labels_of(self, node: Optional[str]) -> dict:
         """The labels of the node a pod went to (what label placement matched against)."""
@@ -570,7 +614,7 @@ class KubernetesLab:
         br = self.params.vswitch_bridge
         flows = []
         for a, b in userspace.cross_connects(scenario.model, self.params, run_id, chain):
-            pa, pb = (_ovs("ovs-vsctl", "--timeout=10", "get", "Interface", x, "ofport") for x in (a, b))
+            pa, pb = (_ofport(x) for x in (a, b))
             for src, dst in ((pa, pb), (pb, pa)):
                 flow = f"in_port={src},actions=output:{dst}"
                 _ovs("ovs-ofctl", "add-flow", br, flow)
@@ -677,6 +721,18 @@ class KubernetesLab:
         return round(time.monotonic() - t0, 3)
 
 
+def _ofport(port: str | int) -> str:
+    """The OpenFlow port of a vSwitch port named ``port``, or of the port that asked for number ``port``
+    (the OVS CNI's veth: checked, since a port OVS could not give that number gets another)."""
+    if isinstance(port, str):
+        return _ovs("ovs-vsctl", "--timeout=10", "get", "Interface", port, "ofport")
+    got = _ovs("ovs-vsctl", "--timeout=10", "--bare", "--columns=ofport", "find", "Interface",
+               f"ofport_request={port}").split()
+    if got != [str(port)]:
+        raise LabError(f"no vSwitch port has OpenFlow port {port} (the OVS CNI's ofport_request): {got}")
+    return str(port)
+
+
 def _socket_answers(path: Path) -> bool:
     """Does a server listen on the unix socket ``path``?"""
     if not path.exists():
@@ -715,9 +771,17 @@ def _quantity(q: str) -> float:
         return 0.0
 
 
-def _interface_macs(pod: dict) -> dict[str, str]:
+def _port_mac(pod: dict, side: int) -> str:
+    """The MAC of ``pod``'s port ``side``: its ``eth1``/``eth2``, or the network it asked for as that
+    interface (the AF_XDP CNI keeps the netdev's own name)."""
     status = json.loads(pod["metadata"]["annotations"][render.STATUS_ANNOTATION])
-    return {s["interface"]: s["mac"] for s in status if s.get("interface") and s.get("mac")}
+    ifname = f"eth{side + 1}"
+    asked = {n["interface"]: f"{n['namespace']}/{n['name']}"
+             for n in json.loads(pod["metadata"]["annotations"].get(render.NETWORKS_ANNOTATION, "[]"))}
+    for s in status:
+        if s.get("mac") and (s.get("interface") == ifname or s.get("name") == asked.get(ifname)):
+            return s["mac"]
+    raise LabError(f"pod {pod['metadata']['name']}: no MAC for {ifname} in its network status")
 
 
 #: Lines of a failed pod's log in its error (a DPDK app's reason is a few lines above its exit).
@@ -793,6 +857,7 @@ def delete_run(st: RunState, timeout_s: float = 60.0, pod_delete_s: Optional[dic
                 nl.delete_link(None, link)
         except Exception as err:
             errors.append(f"link {link}: {err}")
+    errors += node_routing.undo(st.host_rules, st.host_sysctls)
     for pattern in st.host_paths:
         for path in glob.glob(pattern):
             try:

@@ -134,7 +134,7 @@ def version_key() -> Optional[str]:
 
 #: CNI plugins built by scripts/k8s/cni-*.sh (binary name -> script), installed beside Multus
 #: when built: the draft's user-space and AF_XDP networks.
-EXTRA_CNI = {"userspace": "cni-userspace.sh"}
+EXTRA_CNI = {"userspace": "cni-userspace.sh", "ovs": "cni-ovs.sh", "afxdp": "cni-afxdp.sh"}
 
 
 def extra_cni_binary(name: str) -> Optional[Path]:

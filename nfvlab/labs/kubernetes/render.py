@@ -44,7 +44,14 @@ POD_IP = {0: "198.18.1.2/24", 1: "198.18.2.2/24"}
 TG_IP = {0: "198.18.1.1", 1: "198.18.2.1"}
 
 #: Models realized by rendered secondary networks: model -> CNI plugin.
-CNI_OF = {"macvlan": "macvlan", "linux-bridge": "bridge", "smartnic-direct": "host-device", "sriov": "sriov"}
+CNI_OF = {"macvlan": "macvlan", "linux-bridge": "bridge", "host-routing": "ptp", "smartnic-direct": "host-device",
+          "sriov": "sriov"}
+#: host-routing (Calico-like): per side, the pod's end of its point-to-point link and the node's end (the
+#: ptp CNI puts the gateway on the node's veth as a /32 and routes the pod's address to it), as in the
+#: embedded lab's worker. The node routes between its NIC ports and these links (node routing).
+ROUTED_LINK = {0: ("198.18.11.2/30", "198.18.11.1"), 1: ("198.18.12.2/30", "198.18.12.1")}
+#: host-routing: the node's address on its NIC port towards generator port ``side`` (the generator's gateway).
+NODE_NIC_IP = {0: "198.18.1.254/24", 1: "198.18.2.254/24"}
 #: Models that are the cluster's primary CNI in eBPF mode (detected, never installed).
 EBPF_MODELS = ("ebpf-tc", "ebpf-xdp")
 #: Keys each CNI plugin's config knows (checked on every rendered NAD).
@@ -53,11 +60,16 @@ CNI_KEYS = {
     "bridge": {"cniVersion", "name", "type", "bridge", "isGateway", "isDefaultGateway", "forceAddress",
                "ipMasq", "mtu", "hairpinMode", "ipam", "promiscMode", "vlan", "macspoofchk", "enabledad"},
     "host-device": {"cniVersion", "name", "type", "device", "hwaddr", "kernelpath", "pciBusID", "ipam"},
+    "ptp": {"cniVersion", "name", "type", "ipMasq", "mtu", "ipam", "dns"},
     "sriov": {"cniVersion", "name", "type", "deviceID", "vlan", "spoofchk", "trust", "link_state", "ipam",
               "mac", "min_tx_rate", "max_tx_rate", "vlanQoS"},
     # Userspace CNI (pkg/types NetConf of the pinned version).
     "userspace": {"cniVersion", "name", "type", "kubeconfig", "sharedDir", "logFile", "logLevel", "host",
                   "container", "ipam"},
+    # OVS CNI (k8snetworkplumbingwg/ovs-cni v0.39.0, pkg/types NetConf and the CNI library's).
+    "ovs": {"cniVersion", "name", "type", "capabilities", "ipam", "dns", "prevResult", "cni.dev/valid-attachments",
+            "bridge", "vlan", "mtu", "trunk", "deviceID", "ofport_request", "interface_type", "configuration_path",
+            "socket_file", "link_state_check_retries", "link_state_check_interval"},
     # AF_XDP CNI (intel/afxdp-plugins-for-kubernetes v0.0.3, internal/cni/cni.go).
     "afxdp": {"cniVersion", "name", "type", "mode", "deviceID", "ipam", "skipUnloadBpf", "queues", "logFile",
               "logLevel"},
@@ -67,14 +79,10 @@ IPAM_KEYS = {"type", "addresses", "routes", "dns"}
 
 #: Why nfvlab renders no networks for a model (it then takes the cluster's, named in ``networks``).
 NOT_RENDERED_WHY = {
-    "ovs-dpdk-tap": "a pod's kernel tap port of the node's OVS-DPDK has no CNI (the Userspace CNI makes "
-                    "vhost-user ports)",
     "ebpf-tc": "its data path is the cluster's primary CNI in eBPF mode (Cilium, Calico eBPF: detected, never "
                "installed); the pod's eth1/eth2 come from networks the cluster has",
     "ebpf-xdp": "its data path is the cluster's primary CNI in eBPF mode (Cilium, Calico eBPF: detected, never "
                 "installed); the pod's eth1/eth2 come from networks the cluster has",
-    "host-routing": "the worker's router between its NIC ports and the pod is node routing, for which nfvlab "
-                    "renders no object",
 }
 
 
@@ -177,6 +185,9 @@ def cni_config(model: str, side: int, params: KubernetesParams, run_id: str) -> 
         cfg.update(bridge=bridge_name(run_id, side), isGateway=False, ipMasq=False)
     elif plugin == "host-device":
         cfg.update(device=params.nics[side])
+    elif plugin == "ptp":
+        address, gateway = ROUTED_LINK[side]
+        cfg.update(ipMasq=False, ipam={"type": "static", "addresses": [{"address": address, "gateway": gateway}]})
     return cfg
 
 
@@ -200,7 +211,7 @@ def pod_requests(scenario: Scenario, params: KubernetesParams) -> dict[str, str]
     out = {name: str(n) for name, n in params.device_resources.get(scenario.model, {}).items()}
     if CNI_OF.get(scenario.model) == "sriov":
         out[params.sriov_resource] = "2"
-    if dpdk_pods(scenario, params) and userspace.POD_PORTS[scenario.model] == "afxdp":
+    if dpdk_pods(scenario, params) and userspace.POD_PORTS[scenario.model] == "afxdp" and params.afxdp_resource:
         out[params.afxdp_resource] = "2"
     if scenario.resources.hugepages:
         # A DPDK pod's memory is its testpmd's (as in the embedded lab); a kernel pod's a token.
@@ -255,17 +266,19 @@ def next_hops(scenario: Scenario, name: str) -> dict[int, Optional[str]]:
     raise KeyError(f"no pod {name} in {scenario.label}")
 
 
-def forwarder_script(tg_macs: list[str], hops: Optional[dict[int, Optional[str]]] = None) -> str:
+def forwarder_script(tg_macs: list[str], hops: Optional[dict[int, Optional[str]]] = None,
+                     routed: bool = False) -> str:
     """The pod's start-up (busybox sh): static neighbours and routes towards the generator (or the next
-    pod of its chain, per :func:`next_hops`), then sleep.
+    pod of its chain, per :func:`next_hops`), then sleep. ``routed`` (host-routing): the generator's
+    networks are behind the node, the gateway of each side's point-to-point link (:data:`ROUTED_LINK`).
 
     Forwarding itself is the kernel's (``net.ipv4.ip_forward=1`` as a pod sysctl).
     """
     hops = hops or {0: None, 1: None}
     lines = []
     for side, ifname in ((0, "eth1"), (1, "eth2")):
-        via = hops[side] or TG_IP[side]
-        if hops[side] is None:
+        via = hops[side] or (ROUTED_LINK[side][1] if routed else TG_IP[side])
+        if hops[side] is None and not routed:
             # arp -s: busybox's ip has no "neigh add"; a permanent entry, so the pod never ARPs the generator.
             lines.append(f"arp -i {ifname} -s {TG_IP[side]} {tg_macs[side]}")
         lines.append(f"ip route replace {TG_NET[side]}.0/24 via {via} dev {ifname}")
@@ -274,11 +287,13 @@ def forwarder_script(tg_macs: list[str], hops: Optional[dict[int, Optional[str]]
     return "set -e; " + "; ".join(lines)
 
 
-def readiness_script(hops: dict[int, Optional[str]]) -> str:
-    """Ready when the routes are in and every neighbouring pod answers (so its ARP entry exists
-    before the first test frame; the generator's ports are static neighbours)."""
+def readiness_script(hops: dict[int, Optional[str]], routed: bool = False) -> str:
+    """Ready when the routes are in and every neighbouring pod (``routed``: the node's end of each
+    link) answers, so its ARP entry exists before the first test frame; the generator's ports are
+    static neighbours."""
     checks = ["ip route show " + shlex.quote(f"{TG_NET[1]}.0/24") + " | grep -q eth2"]
-    checks += [f"ping -c 1 -W 1 {ip} >/dev/null" for ip in hops.values() if ip]
+    gateways = [ROUTED_LINK[side][1] for side in (0, 1)] if routed else []
+    checks += [f"ping -c 1 -W 1 {ip} >/dev/null" for ip in [*gateways, *hops.values()] if ip]
     return " && ".join(checks)
 
 
@@ -309,6 +324,7 @@ def pod(scenario: Scenario, params: KubernetesParams, run_id: str, tg_macs: list
     """An NF pod: two secondary interfaces, kernel forwarding, resources as the scenario asks."""
     res = scenario.resources
     hops = next_hops(scenario, name)
+    routed = CNI_OF.get(scenario.model) == "ptp" and scenario.model not in params.networks
     requests, limits = cpu_resources(scenario)
     for key, qty in pod_requests(scenario, params).items():
         requests[key] = limits[key] = qty
@@ -318,10 +334,10 @@ def pod(scenario: Scenario, params: KubernetesParams, run_id: str, tg_macs: list
         mounts.append({"name": "hugepages", "mountPath": "/hugepages"})
     container = {
         "name": "forwarder", "image": params.image, "imagePullPolicy": params.image_pull_policy,
-        "command": ["/bin/sh", "-c", forwarder_script(tg_macs, hops)],
+        "command": ["/bin/sh", "-c", forwarder_script(tg_macs, hops, routed)],
         "resources": {"requests": requests, "limits": limits},
         "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}},
-        "readinessProbe": {"exec": {"command": ["/bin/sh", "-c", readiness_script(hops)]},
+        "readinessProbe": {"exec": {"command": ["/bin/sh", "-c", readiness_script(hops, routed)]},
                            "periodSeconds": 1},
     }
     if mounts:

@@ -46,13 +46,16 @@ from nfvlab.scenario.resources import CorePlan
 
 #: Model -> OVS port type towards the node's NICs (None: no vSwitch NIC ports, the pods' ports are
 #: on the NICs; ``vpp``: the node's VPP's own, never programmed by nfvlab).
-NIC_PORTS = {"ovs-dpdk-vhost": "af_packet", "ovs-dpdk-memif": "af_packet", "ovs-afxdp": "afxdp",
+NIC_PORTS = {"ovs-dpdk-vhost": "af_packet", "ovs-dpdk-memif": "af_packet", "ovs-dpdk-tap": "af_packet",
+             "ovs-afxdp": "afxdp",
              "chain-userspace": "af_packet", "chain-combined": None, "vpp": "vpp", "afxdp-cni": None}
 #: Model -> the pods' ports: ``vhostuser`` (Userspace CNI, OVS-DPDK), ``memif`` (nfvlab's OVS memif
 #: ports), ``vpp-memif`` (Userspace CNI, VPP engine: memif in the node VPP's bridge domain),
-#: ``afxdp`` (the AF_XDP CNI's netdev from the device plugin's pool). chain-combined's chain ends
-#: are ``direct`` ports (:func:`port_kind`).
-POD_PORTS = {"ovs-dpdk-vhost": "vhostuser", "ovs-dpdk-memif": "memif", "ovs-afxdp": "vhostuser",
+#: ``afxdp`` (the AF_XDP CNI's netdev from the device plugin's pool), ``veth`` (the OVS CNI's veth on
+#: the node's OVS-DPDK bridge: a kernel netdev in the pod). chain-combined's chain ends are
+#: ``direct`` ports (:func:`port_kind`).
+POD_PORTS = {"ovs-dpdk-vhost": "vhostuser", "ovs-dpdk-memif": "memif", "ovs-dpdk-tap": "veth",
+             "ovs-afxdp": "vhostuser",
              "chain-userspace": "vhostuser", "chain-combined": "vhostuser", "vpp": "vpp-memif",
              "afxdp-cni": "afxdp"}
 #: Models whose chain ends are NICs moved into the pods (host-device CNI).
@@ -62,9 +65,6 @@ LOCAL_WHY = {
     "vpp": "the local node has no VPP (Debian ships none and no registry here serves it) and the Userspace "
            "CNI's VPP engine needs Go bindings generated from VPP 19.04's API files, which no registry serves "
            "(scripts/k8s/cni-userspace.sh stubs it)",
-    "afxdp-cni": "the AF_XDP device plugin pools physical ports only (a netdev with /sys/class/net/<if>/device; "
-                 "the local node's NIC ports are veths), and DPDK 22.11's af_xdp driver cannot take the "
-                 "plugin's sockets (use_cni came in DPDK 23.03)",
 }
 VSWITCH_POD = "vswitch"
 ROLE_LABEL = "nfvlab.io/role"
@@ -102,7 +102,7 @@ def uses_userspace_cni(model: str) -> bool:
 
 def runs_ovs(model: str) -> bool:
     """Is the model's vSwitch an OVS-DPDK (nfvlab's on the local node, cross-connected by its flows)?"""
-    return POD_PORTS[model] in ("vhostuser", "memif")
+    return POD_PORTS[model] in ("vhostuser", "memif", "veth")
 
 
 def socket_name(run_id: str, pod: str, side: int) -> str:
@@ -124,7 +124,14 @@ def shared_dir(params: KubernetesParams, run_id: str, pod: str) -> str:
     return f"{params.vhost_dir}/{run_id}/{pod}"
 
 
-NAD_KIND_NAMES = {"vhostuser": "vhost", "direct": "direct", "vpp-memif": "memif", "afxdp": "afxdp"}
+NAD_KIND_NAMES = {"vhostuser": "vhost", "direct": "direct", "vpp-memif": "memif", "afxdp": "afxdp", "veth": "ovs"}
+#: ovs-dpdk-tap: the OpenFlow port the OVS CNI asks for (``ofport_request``) for ``pod``'s port ``side``
+#: (the CNI names the node's end of the veth at random; flows address the port by number).
+VETH_OFPORT_BASE = 10
+
+
+def veth_ofport(chain: list[str], pod: str, side: int) -> int:
+    return VETH_OFPORT_BASE + 2 * chain.index(pod) + side
 
 
 def nad_name(pod: str, side: int, kind: str = "vhostuser") -> str:
@@ -157,10 +164,31 @@ def vpp_config(params: KubernetesParams, run_id: str, pod: str, side: int) -> di
                           "memif": {"role": "slave", "mode": "ethernet"}}}
 
 
-def afxdp_config(pod: str, side: int) -> dict:
+#: Why the local node's NIC ports cannot come from the AF_XDP device plugin's pool.
+AFXDP_POOL_WHY = ("the AF_XDP device plugin pools physical ports only (a netdev with /sys/class/net/<if>/device; "
+                  "the local node's NIC ports are veths): set kubernetes.afxdp_resource: null, and the AF_XDP "
+                  "CNI moves the NIC ports kubernetes.nics names")
+
+
+def afxdp_config(params: KubernetesParams, pod: str, side: int) -> dict:
     """The AF_XDP CNI config of ``pod``'s port ``side``: a netdev of the device plugin's pool moved
-    into the pod (the NAD's resourceName annotation names the pool)."""
-    return {"cniVersion": "0.3.0", "type": "afxdp", "mode": "primary", "name": nad_name(pod, side, "afxdp")}
+    into the pod (the NAD's resourceName annotation names the pool), or with no pool
+    (``afxdp_resource: null``) the node's NIC port ``side`` as the ``deviceID`` the plugin would
+    pass. testpmd's af_xdp loads and removes its own XDP program (DPDK 22.11 cannot take the
+    plugin's; ``use_cni`` came in 23.03), so the CNI unloads none."""
+    cfg = {"cniVersion": "0.3.0", "type": "afxdp", "mode": "primary", "name": nad_name(pod, side, "afxdp")}
+    if params.afxdp_resource is None:
+        cfg.update(deviceID=params.nics[side], skipUnloadBpf=True)
+    return cfg
+
+
+def ovs_veth_config(params: KubernetesParams, chain: list[str], pod: str, side: int) -> dict:
+    """The OVS CNI config of ``pod``'s port ``side`` (ovs-dpdk-tap): a veth whose node end is a port of
+    the node's OVS-DPDK bridge (the userspace datapath serves it through the kernel, as the embedded
+    lab's tap ports), at a known OpenFlow port; no IP (testpmd's af_packet port)."""
+    return {"cniVersion": "0.4.0", "type": "ovs", "name": nad_name(pod, side, "veth"),
+            "bridge": params.vswitch_bridge, "socket_file": f"unix:{OVS_RUNDIR}/db.sock", "mtu": MTU,
+            "ofport_request": veth_ofport(chain, pod, side)}
 
 
 def direct_config(params: KubernetesParams, pod: str, side: int) -> dict:
@@ -184,11 +212,13 @@ def nads(scenario: Scenario, params: KubernetesParams, run_id: str, namespace: s
             elif kind == "vpp-memif":
                 cfg = vpp_config(params, run_id, pod, side)
             elif kind == "afxdp":
-                cfg = afxdp_config(pod, side)
+                cfg = afxdp_config(params, pod, side)
+            elif kind == "veth":
+                cfg = ovs_veth_config(params, chain, pod, side)
             else:
                 cfg = cni_config(params, run_id, pod, side)
             meta = {"name": nad_name(pod, side, kind), "namespace": namespace, "labels": dict(labels)}
-            if kind == "afxdp":
+            if kind == "afxdp" and params.afxdp_resource:
                 meta["annotations"] = {"k8s.v1.cni.cncf.io/resourceName": params.afxdp_resource}
             out.append({"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
                         "metadata": meta, "spec": {"config": json.dumps(cfg, sort_keys=True)}})
@@ -215,10 +245,12 @@ def testpmd_argv(scenario: Scenario, run_id: str, pod: str, peer_macs: list[str]
     ports = []
     for side in (0, 1):
         mac, kind = forwarder.pod_mac(int(pod[3:]), side), port_kind(scenario.model, chain, pod, side)
-        if kind == "direct":  # the NIC the host-device CNI moved in: its own MAC
+        if kind in ("direct", "veth"):  # the NIC the host-device CNI moved in, or the OVS CNI's veth: its MAC
             vdev = vswitch.af_packet_devargs(side, f"eth{side + 1}", MTU)
         elif kind == "afxdp":  # the pool's netdev: testpmd loads its own XDP program (DPDK 22.11)
-            vdev = forwarder.af_xdp_vdev(side, f"eth{side + 1}")
+            # The AF_XDP CNI keeps the netdev's name (no eth1/eth2): the pod reads it from
+            # AFXDP_DEVICES, as the device plugin's pods do (pod_script expands the placeholder).
+            vdev = forwarder.af_xdp_vdev(side, AFXDP_DEVICE_ARG[side])
         elif kind in ("memif", "vpp-memif"):  # OVS's (nfvlab's port) or VPP's (the CNI's) the server
             path = f"{VHOST_MOUNT}/{memif_port_name(run_id, pod, side)}.sock"
             vdev = f"{forwarder.memif_devargs(side, path, 'client')},mac={mac}"
@@ -231,6 +263,21 @@ def testpmd_argv(scenario: Scenario, run_id: str, pod: str, peer_macs: list[str]
             *forwarder.forwarding_args(ports, MTU, queues=2 if memif else 1)]
 
 
+#: Placeholders in testpmd's arguments for the AF_XDP netdevs the pod got (:func:`pod_script`).
+AFXDP_DEVICE_ARG = {0: "@AFXDP_DEV0@", 1: "@AFXDP_DEV1@"}
+#: The device plugin's environment variable naming the pod's AF_XDP netdevs (space-separated).
+AFXDP_DEVICES_ENV = "AFXDP_DEVICES"
+
+
+def _shell_word(arg: str) -> str:
+    """``arg`` as one shell word; AF_XDP device placeholders become ``$dev0``/``$dev1``."""
+    if any(ph in arg for ph in AFXDP_DEVICE_ARG.values()):
+        for side, ph in AFXDP_DEVICE_ARG.items():
+            arg = arg.replace(ph, f"$dev{side}")
+        return f'"{arg}"'  # (vdev strings hold no $, `, \\ or ")
+    return shlex.quote(arg)
+
+
 def pod_script(argv: list[str], cpus: frozenset[int], bpffs: bool = False) -> str:
     """The DPDK pod's start-up (busybox sh): testpmd on the plan's CPUs (or, with none planned, the
     CPUs the pod may use: a Guaranteed pod's exclusive CPU), its log kept for the readiness probe."""
@@ -239,12 +286,15 @@ def pod_script(argv: list[str], cpus: frozenset[int], bpffs: bool = False) -> st
         lcores = shlex.quote(f"--lcores=0@({where}),1@({where})")
     else:
         lcores = '"--lcores=0@($cpus),1@($cpus)"'
-    cmd = " ".join(shlex.quote(a) if a != "LCORES" else lcores for a in argv)
+    cmd = " ".join(_shell_word(a) if a != "LCORES" else lcores for a in argv)
     return "\n".join([
         "set -e",
         "cpus=$(awk '/^Cpus_allowed_list/{print $2}' /proc/self/status)",
         # af_xdp: libxdp pins its dispatcher in bpffs, which a container's /sys lacks
-        *(["mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf"] if bpffs else []),
+        *(["grep -q ' /sys/fs/bpf bpf ' /proc/mounts || mount -t bpf bpf /sys/fs/bpf",
+           f"set -- ${AFXDP_DEVICES_ENV}",
+           f'[ $# -eq 2 ] || {{ echo "{AFXDP_DEVICES_ENV}=\'${AFXDP_DEVICES_ENV}\': want two AF_XDP netdevs"; exit 1; }}',
+           "dev0=$1 dev1=$2"] if bpffs else []),
         ": >/tmp/testpmd.log",
         f"{cmd} >>/tmp/testpmd.log 2>&1 &",
         "pid=$!",
@@ -262,7 +312,7 @@ def capabilities(kinds: set[str]) -> list[str]:
     NET_ADMIN for its MAC and promiscuity; af_xdp (DPDK 22.11 loads its own XDP program, no
     use_cni): SYS_ADMIN and BPF for the program and bpffs."""
     caps = ["IPC_LOCK", "SYS_NICE"]
-    if kinds & {"direct", "afxdp"}:
+    if kinds & {"direct", "afxdp", "veth"}:
         caps += ["NET_RAW", "NET_ADMIN"]
     if "afxdp" in kinds:
         caps += ["SYS_ADMIN", "BPF"]
@@ -283,7 +333,7 @@ def dpdk_pod(scenario: Scenario, params: KubernetesParams, run_id: str, namespac
         res[part]["memory"] = f"{(0 if scenario.resources.hugepages else mem_mib) + POD_OVERHEAD_MIB}Mi"
         if scenario.resources.hugepages:
             res[part]["hugepages-2Mi"] = f"{mem_mib}Mi"
-        if "afxdp" in kinds:  # the device plugin's pool: one netdev per port
+        if "afxdp" in kinds and params.afxdp_resource:  # the device plugin's pool: one netdev per port
             res[part][params.afxdp_resource] = "2"
     volumes = [{"name": "shared-dir", "hostPath": {"path": shared_dir(params, run_id, name),
                                                    "type": "DirectoryOrCreate"}}]
@@ -291,6 +341,8 @@ def dpdk_pod(scenario: Scenario, params: KubernetesParams, run_id: str, namespac
     if scenario.resources.hugepages:
         volumes.append({"name": "hugepages", "emptyDir": {"medium": "HugePages-2Mi"}})
         mounts.append({"name": "hugepages", "mountPath": HUGEPAGES_MOUNT})
+    if "afxdp" in kinds and not params.afxdp_resource:  # no device plugin to say which (the NADs' deviceIDs)
+        container["env"] = [{"name": AFXDP_DEVICES_ENV, "value": " ".join(params.nics)}]
     container.update({
         "name": "testpmd", "image": params.dpdk_image, "imagePullPolicy": params.image_pull_policy,
         "command": ["/bin/sh", "-c", pod_script(argv, cpus, bpffs="afxdp" in kinds)], "resources": res,
@@ -332,7 +384,7 @@ def vswitch_script(scenario: Scenario, params: KubernetesParams, run_id: str, co
         f"R={OVS_RUNDIR}",
         "rm -f $R/conf.db $R/db.sock $R/*.ctl $R/*.pid",
         # libxdp (afxdp ports) pins its XDP dispatcher in bpffs, which a container's /sys lacks
-        "mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf",
+        "grep -q ' /sys/fs/bpf bpf ' /proc/mounts || mount -t bpf bpf /sys/fs/bpf",
         f"ovsdb-tool create $R/conf.db {vswitch.SCHEMA}",
         "ovsdb-server $R/conf.db --remote=punix:$R/db.sock --unixctl=$R/ovsdb-server.ctl -vconsole:info -vsyslog:off &",
         "while [ ! -S $R/db.sock ]; do sleep 0.1; done",
@@ -402,17 +454,26 @@ def vswitch_pod(scenario: Scenario, params: KubernetesParams, run_id: str, names
             "spec": spec}
 
 
+def ovs_taps(params: KubernetesParams) -> list[str]:
+    """The tap devices OVS's userspace datapath makes in the node's namespace for its datapath and the
+    bridge's internal port; OVS makes them persistent, so they outlive it (teardown deletes them)."""
+    return ["ovs-netdev", params.vswitch_bridge]
+
+
 def nic_port(model: str, params: KubernetesParams, side: int) -> str:
     """OVS port name of NIC ``side``: a DPDK port ``dpdk-nicN``, or (afxdp) the netdev itself."""
     return params.nics[side] if NIC_PORTS[model] == "afxdp" else f"dpdk-nic{side}"
 
 
-def cross_connects(model: str, params: KubernetesParams, run_id: str, chain: list[str]) -> list[tuple[str, str]]:
-    """OVS port-name pairs to cross-connect: NIC 0 - pod1 eth1, each pod's eth2 - the next pod's eth1,
-    the last pod's eth2 - NIC 1 (chain-combined: only the pod-to-pod links; its ends are direct)."""
+def cross_connects(model: str, params: KubernetesParams, run_id: str,
+                   chain: list[str]) -> list[tuple[str | int, str | int]]:
+    """OVS port pairs to cross-connect (names; OpenFlow port numbers for the OVS CNI's veths): NIC 0 -
+    pod1 eth1, each pod's eth2 - the next pod's eth1, the last pod's eth2 - NIC 1 (chain-combined: only
+    the pod-to-pod links; its ends are direct)."""
     if not runs_ovs(model):
         return []
-    pods = [pod_port_name(model, run_id, pod, side) for pod in chain for side in (0, 1)]
+    pods: list = [veth_ofport(chain, pod, side) if POD_PORTS[model] == "veth" else
+                  pod_port_name(model, run_id, pod, side) for pod in chain for side in (0, 1)]
     if NIC_PORTS[model] is None:
         pods = pods[1:-1]
     else:

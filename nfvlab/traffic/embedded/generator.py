@@ -150,10 +150,9 @@ def veth_peer(port: Port) -> Optional[Port]:
             # The host's namespace and a Kubernetes pod's have no name (the Kubernetes lab's node
             # NIC ports, a host-device port moved into a pod): found through a process in it.
             found = _peer_in_unnamed_namespace(link["ifindex"], link["link_index"])
-            if found is not None:
-                return found
-        if not peer_ns:
-            raise GeneratorError(f"tx: xdp: the veth peer of {port} is in a namespace without a name")
+            if found is None:
+                raise GeneratorError(f"tx: xdp: the veth peer of {port} is in a namespace without a name")
+            return found
     peer_ns_args = [] if peer_ns in (".", "") else ["-n", peer_ns]
     (peer,) = [x for x in _ip_json(*peer_ns_args, "link", "show") if x["ifindex"] == link["link_index"]]
     return Port(peer_ns, peer["ifname"])
@@ -192,12 +191,17 @@ def _gro(port: Port, on: Optional[bool] = None) -> bool:
     return "generic-receive-offload: on" in out
 
 
-class XdpPorts:
-    """While in use, the veth peers of ``streams``' tx ports run NAPI (GRO on), as veth needs
-    to accept XDP frames; GRO goes back off on the peers that had it off."""
+def xdp_peers(streams: list[Stream]) -> list[Port]:
+    """The veth peers of ``streams``' tx ports (once each; NICs have none)."""
+    return [p for p in dict.fromkeys(veth_peer(s.tx) for s in streams) if p is not None]
 
-    def __init__(self, streams: list[Stream]) -> None:
-        self.peers = [p for p in dict.fromkeys(veth_peer(s.tx) for s in streams) if p is not None]
+
+class XdpPorts:
+    """While in use, the veth ``peers`` of the tx ports (:func:`xdp_peers`) run NAPI (GRO on), as
+    veth needs to accept XDP frames; GRO goes back off on the peers that had it off."""
+
+    def __init__(self, peers: list[Port]) -> None:
+        self.peers = peers
         self.switched: list[Port] = []
 
     def __enter__(self) -> "XdpPorts":
@@ -291,6 +295,9 @@ class EmbeddedGenerator:
             if tx == "auto" else None
         self.tx = tx if tx != "auto" else ("socket" if self.tx_why else "xdp")
         self.tx_obj = tx_object() if self.tx == "xdp" else None
+        #: Streams driven (1 or 2) -> their tx ports' veth peers, found once (a search in every
+        #: namespace for a Kubernetes pod's: not per trial).
+        self._xdp_peers: dict[int, list[Port]] = {}
         #: The last trial's JSON report from nfvlab-gen (trial id, per-stream counts), or None.
         self.last_report: Optional[dict] = None
         self.last_schedule: Optional[Schedule] = None
@@ -349,7 +356,9 @@ class EmbeddedGenerator:
         streams = self.streams[: 2 if bidirectional else 1]
         cmd = self.command(rate_pps, duration_s, frame_size, bidirectional)
         if self.tx == "xdp":
-            with XdpPorts(streams):
+            if len(streams) not in self._xdp_peers:
+                self._xdp_peers[len(streams)] = xdp_peers(streams)
+            with XdpPorts(self._xdp_peers[len(streams)]):
                 out = self._run(cmd, duration_s)
         else:
             out = self._run(cmd, duration_s)
