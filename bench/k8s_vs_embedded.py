@@ -27,10 +27,13 @@ from nfvlab.search import SearchError
 from nfvlab.traffic.select import identity_for
 
 FRAME_SIZE = 64
-MODELS = ("macvlan", "linux-bridge", "smartnic-direct", "ovs-dpdk-vhost", "ovs-dpdk-memif", "ovs-afxdp",
-          "chain-userspace", "chain-combined")
+MODELS = ("macvlan", "linux-bridge", "host-routing", "smartnic-direct", "ovs-dpdk-vhost", "ovs-dpdk-memif",
+          "ovs-dpdk-tap", "ovs-afxdp", "afxdp-cni", "chain-userspace", "chain-combined")
+# Experiment A's quick goal (params/quick/experiment_a.yaml): a load decided by 2 s of 1 s trials,
+# half of which may exceed (one spoiled trial cannot move a bound).
 SEARCH = SearchParams(method="mlrsearch", pdr_loss_ratio=None, relative_width=0.02,
-                      initial_trial_duration_s=0.5, final_trial_duration_s=1.0, duration_sum_s=1.0)
+                      initial_trial_duration_s=0.5, final_trial_duration_s=1.0, duration_sum_s=2.0,
+                      exceed_ratio=0.5)
 LAB_PROFILE = "params/lab.kubernetes.yaml"
 
 
