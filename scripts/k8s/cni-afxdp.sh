@@ -31,8 +31,6 @@ RECIPE=r2
 MODULE=github.com/intel/afxdp-plugins-for-kubernetes
 NAME=afxdp
 source "$(dirname "${BASH_SOURCE[0]}")/cni-lib.sh"
-[ "${1:-}" = "--print-dir" ] && { echo "$OUT"; exit 0; }
-cni_begin
 
 cni_source
 mkdir -p "$WORK/shim/bpf"

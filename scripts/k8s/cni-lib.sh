@@ -1,5 +1,7 @@
 # Shared steps of the cached CNI plugin builds (scripts/k8s/cni-*.sh), sourced by each after it
-# sets NAME (the binary, = the CNI type, and the log prefix), MODULE, VERSION and RECIPE.
+# sets NAME (the binary, = the CNI type, and the log prefix), MODULE, VERSION and RECIPE. Sourcing
+# it answers --print-dir, exits when the stamped binary is there, else takes the build lock and
+# prepares the log, Go's environment and an empty $WORK (cni_begin).
 # Output: ${NFVLAB_CACHE:-/var/cache/nfvlab}/cni/<NAME>-<VERSION>_<RECIPE>/{bin/<NAME>,stamp,logs}
 # (nfvlab/labs/kubernetes/local_cluster.py finds the binary by that path).
 
@@ -67,3 +69,6 @@ cni_finish() {
   mv -f "$STAMP.tmp" "$STAMP"
   echo "cni-$NAME: built $OUT/bin/$NAME in $(( $(date +%s) - T0 ))s"
 }
+
+[ "${1:-}" = "--print-dir" ] && { echo "$OUT"; exit 0; }
+cni_begin

@@ -34,8 +34,6 @@ RECIPE=r1
 MODULE=github.com/k8snetworkplumbingwg/ovs-cni
 NAME=ovs
 source "$(dirname "${BASH_SOURCE[0]}")/cni-lib.sh"
-[ "${1:-}" = "--print-dir" ] && { echo "$OUT"; exit 0; }
-cni_begin
 
 # The module's source, writable, without its (empty) vendor stub.
 cni_source

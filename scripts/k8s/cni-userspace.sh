@@ -30,8 +30,6 @@ RECIPE=r2
 MODULE=github.com/intel/userspace-cni-network-plugin
 NAME=userspace
 source "$(dirname "${BASH_SOURCE[0]}")/cni-lib.sh"
-[ "${1:-}" = "--print-dir" ] && { echo "$OUT"; exit 0; }
-cni_begin
 
 # The module's source, writable, with the VPP engine stubbed.
 cni_source
