@@ -63,17 +63,20 @@ CAPTIONS = {
     "claims": "The draft's claims on this host (verdict: holds / contradicted / inconclusive / not testable, "
               "with the deciding pair's test, Holm-adjusted p, effect size and n)",
 }
-#: Where experiment A's tables of the Kubernetes lab live (the ``analysis_kubernetes`` stage).
-KUBERNETES_A = "experiment_a_kubernetes"
+def kubernetes_stem(letter: str) -> str:
+    """Records, tables and figures of experiment ``letter`` on the Kubernetes lab (the
+    ``experiment_kubernetes`` and ``analysis_kubernetes`` stages): ``experiment_<x>_kubernetes``."""
+    return f"experiment_{letter}_kubernetes"
 
 
 def records_names() -> dict[str, str]:
-    """The records of each experiment (and of A on the Kubernetes lab): ``<records_dir>/<name>.jsonl``."""
+    """The records of each experiment (and of those also run on the Kubernetes lab):
+    ``<records_dir>/<name>.jsonl``."""
     out = {}
-    for letter in experiments.REGISTRY:
+    for letter, exp in experiments.REGISTRY.items():
         out[letter] = f"experiment_{letter}"
-        if letter == "a":
-            out["a (Kubernetes)"] = KUBERNETES_A
+        if exp.kubernetes_table:
+            out[f"{letter} (Kubernetes)"] = kubernetes_stem(letter)
     return out
 
 
@@ -483,8 +486,9 @@ def latency_text(table: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------
 # sections
 # ---------------------------------------------------------------------------
-def two_labs(tables_dir: PathLike = "data/tables") -> Optional[pd.DataFrame]:
-    """Experiment A on the embedded lab and on the Kubernetes lab, side by side.
+def two_labs(tables_dir: PathLike = "data/tables", letter: str = "a") -> Optional[pd.DataFrame]:
+    """Experiment ``letter`` (one with a ``kubernetes_table``) on the embedded lab and on the
+    Kubernetes lab, side by side: that table of each lab.
 
     Returns
     -------
@@ -494,9 +498,8 @@ def two_labs(tables_dir: PathLike = "data/tables") -> Optional[pd.DataFrame]:
         ``kubernetes_vs_embedded`` (ratio of the means, where both were measured).
         None when either table is missing.
     """
-    base = Path(tables_dir)
-    paths = {"embedded": _own_dir(base, "a") / "experiment_a_throughput.csv",
-             "kubernetes": base / KUBERNETES_A / "experiment_a_throughput.csv"}
+    base, name = Path(tables_dir), f"experiment_{letter}_{experiments.get(letter).kubernetes_table}.csv"
+    paths = {"embedded": _own_dir(base, letter) / name, "kubernetes": base / kubernetes_stem(letter) / name}
     if not all(p.exists() for p in paths.values()):
         return None
     cols = ["status", "n", "mean_pps", "ci_low_pps", "ci_high_pps"]
@@ -748,7 +751,7 @@ def sections(tables_dir: PathLike = "data/tables", figures_dir: PathLike = "figu
         claims summary and every claim's verdict and p-value, experiments A to
         D (each: text and figures, every table formatted, latency percentiles,
         changes against the previous run, the count of what has no value; or
-        "not run yet"), experiment A on two labs, then the published reference
+        "not run yet"), experiments A and C on two labs, then the published reference
         figures last.
     """
     rec_dir = _records_dir(tables_dir, records_dir)
@@ -757,15 +760,15 @@ def sections(tables_dir: PathLike = "data/tables", figures_dir: PathLike = "figu
         # E measures goodput and request rates with tools, not NDR searches: its own tables.
         body += (cni_sections(tables_dir, figures_dir) if exp.kind == "tools"
                  else experiment_sections(letter, tables_dir, figures_dir, rec_dir))
-        if letter == "a":
-            both = two_labs(tables_dir)
+        if exp.kubernetes_table:
+            both = two_labs(tables_dir, letter)
             body.append(Section(
-                "Experiment A on two labs: the embedded lab and real Kubernetes pods",
+                f"Experiment {letter.upper()} on two labs: the embedded lab and real Kubernetes pods",
                 "The same scenarios and params, realized as network namespaces (embedded lab) and as "
                 "pods with Multus secondary networks on a single-node Kubernetes cluster on this host, "
                 "with the same generator (`docs/kubernetes.md`). Models a lab cannot realize say why."
                 if both is not None else "*Not run yet*: the `experiment_kubernetes` and "
-                "`analysis_kubernetes` stages write `data/tables/experiment_a_kubernetes/`.",
+                f"`analysis_kubernetes` stages write `data/tables/{kubernetes_stem(letter)}/`.",
                 styled(two_labs_text(both), "two_labs") if both is not None else None, []))
     ref = sorted((Path(figures_dir) / "reference").glob("*.png"))
     body.append(Section("Published reference figures (seed documents, as published)",

@@ -35,7 +35,7 @@ ENTRIES = {
 }
 #: Stages that execute experiment notebooks (their imports are entries too): the foreach
 #: items of a stage, or the notebooks it runs.
-NOTEBOOK_STAGES = {"analysis": None, "analysis_kubernetes": ["experiment_a"], "analysis_e": ["experiment_e"]}
+NOTEBOOK_STAGES = {"analysis": None, "analysis_kubernetes": None, "analysis_e": ["experiment_e"]}
 #: Stages run through the CLI also depend on it (but not on everything it could import).
 #: (The measurement stages run ``python -m nfvlab.stage``: a CLI edit never re-measures.)
 CLI_STAGES = {"reference_figures", "calibration", "analysis", "analysis_kubernetes", "analysis_e"}

@@ -18,9 +18,10 @@ import code_deps  # noqa: E402
 
 DVC = str(Path(sys.executable).with_name("dvc"))
 MEASURE = {f"experiment@{x}" for x in "abcdf"}
-# A again, on the Kubernetes lab; E (CNI, tool runs) has a stage of its own.
-EXPERIMENTS = MEASURE | {"experiment_kubernetes", "experiment_e"}
-ANALYSES = {f"analysis@{x}" for x in "abcdf"} | {"analysis_kubernetes", "analysis_e"}
+# A and C again, on the Kubernetes lab; E (CNI, tool runs) has a stage of its own.
+KUBERNETES = {f"experiment_kubernetes@{x}" for x in "ac"}
+EXPERIMENTS = MEASURE | KUBERNETES | {"experiment_e"}
+ANALYSES = {f"analysis@{x}" for x in "abcdf"} | {f"analysis_kubernetes@{x}" for x in "ac"} | {"analysis_e"}
 
 
 def test_every_stage_lists_the_import_closure_of_its_code():
@@ -111,11 +112,11 @@ MEASURING = EXPERIMENTS | {"calibration"} | ANALYSES
     ("nfvlab/plots/heatmap.py", ANALYSES | {"report", "reference_figures"}),
     ("nfvlab/notebook.py", ANALYSES | {"report"}),
     # The analysis stages run the notebooks' jupytext text; the .ipynb JupyterLab saves is no dependency.
-    ("notebooks/experiment_c.py", {"analysis@c"}),
+    ("notebooks/experiment_c.py", {"analysis@c", "analysis_kubernetes@c"}),
     ("notebooks/experiment_e.py", {"analysis_e"}),
     ("nfvlab/experiment_cni.py", EXPERIMENTS | {"analysis_e"}),
     ("nfvlab/analysis_cni.py", ANALYSES | {"report"}),
-    ("notebooks/experiment_a.py", {"analysis@a", "analysis_kubernetes"}),
+    ("notebooks/experiment_a.py", {"analysis@a", "analysis_kubernetes@a"}),
     ("notebooks/report.py", {"report"}),
     ("notebooks/experiment_a.ipynb", set()),
     ("notebooks/report.ipynb", set()),
@@ -176,7 +177,7 @@ def test_editing_params_makes_exactly_the_stages_that_read_them_stale(scratch):
         p.write_text(p.read_text().replace("port_speed: 10GbE", "port_speed: 25GbE"))
 
     assert _delta(scratch, "params/lab.yaml", faster_ports) == MEASURE | {"calibration"}
-    assert _delta(scratch, "params/lab.kubernetes.yaml", faster_ports) == {"experiment_kubernetes"}
+    assert _delta(scratch, "params/lab.kubernetes.yaml", faster_ports) == KUBERNETES
     def longer(p):
         p.write_text(p.read_text().replace("duration_s: 1.0", "duration_s: 2.0"))
 

@@ -238,30 +238,35 @@ def test_notebook_runs_and_renders_html_without_code(outputs, tmp_path):
     assert "report.sections" not in html and "display(Markdown" not in html
 
 
-def test_two_labs_table_puts_the_same_scenarios_side_by_side(tmp_path):
+@pytest.mark.parametrize("letter,fast,other", [("a", "macvlan", "smartnic-direct"),
+                                                ("c", "chain-userspace", "chain-combined")])
+def test_two_labs_table_puts_the_same_scenarios_side_by_side(tmp_path, letter, fast, other):
     from test_analysis import write
 
-    for sub, caps in (("experiment_a", {"macvlan": 100_000, "smartnic-direct": 120_000}),
-                      ("experiment_a_kubernetes", {"macvlan": 90_000})):
+    for sub, caps in ((f"experiment_{letter}", {fast: 100_000, other: 120_000}),
+                      (f"experiment_{letter}_kubernetes", {fast: 90_000})):
         rec = tmp_path / f"{sub}.jsonl"
-        write(rec, caps, not_realizable=[("smartnic-direct", "on this cluster: no free NIC")]
+        write(rec, caps, not_realizable=[(other, "on this cluster: no free NIC")]
               if sub.endswith("kubernetes") else ())
-        experiments.write_experiment("a", rec, ["macvlan", "smartnic-direct"], tmp_path / "tables" / sub,
-                                  tmp_path / "figures" / sub, tmp_path / f"{sub}.json")
-    both = report.two_labs(tmp_path / "tables")
-    mv = both[both["model"] == "macvlan"].iloc[0]
+        experiments.write_experiment(letter, rec, [fast, other], tmp_path / "tables" / sub,
+                                     tmp_path / "figures" / sub, tmp_path / f"{sub}.json")
+    both = report.two_labs(tmp_path / "tables", letter)
+    mv = both[both["model"] == fast].iloc[0]
     assert mv["kubernetes_vs_embedded"] == pytest.approx(0.9, rel=0.01)
-    sd = both[both["model"] == "smartnic-direct"].iloc[0]
+    sd = both[both["model"] == other].iloc[0]
     assert sd["embedded_status"] == "measured" and sd["kubernetes_status"].startswith("not realizable: on this")
     assert sd["kubernetes_vs_embedded"] != sd["kubernetes_vs_embedded"]  # NaN: nothing to compare
     secs = report.sections(tmp_path / "tables", tmp_path / "figures")
-    two = _section(secs, "Experiment A on two labs").table.data
+    two = _section(secs, f"Experiment {letter.upper()} on two labs").table.data
     assert len(two) == 2
-    sd_row = two[two["model"] == "smartnic-direct"].iloc[0]
+    sd_row = two[two["model"] == other].iloc[0]
     assert sd_row["kubernetes NDR [kpps] mean [95 % CI]"] == "— (not realizable)"
     assert sd_row["Kubernetes / embedded"] == "—" and "kubernetes: not realizable" in sd_row["why no value"]
-    assert two[two["model"] == "macvlan"].iloc[0]["Kubernetes / embedded"] == f"{mv['kubernetes_vs_embedded']:.2f}"
-    assert report.two_labs(tmp_path / "nowhere") is None
+    assert two[two["model"] == fast].iloc[0]["Kubernetes / embedded"] == f"{mv['kubernetes_vs_embedded']:.2f}"
+    # the other experiment on two labs was not run here: its section says so
+    rest = "c" if letter == "a" else "a"
+    assert "*Not run yet*" in _section(secs, f"Experiment {rest.upper()} on two labs").text
+    assert report.two_labs(tmp_path / "nowhere", letter) is None
 
 
 def test_contents_links_match_the_heading_ids_nbconvert_writes():

@@ -93,4 +93,5 @@ EXPERIMENT = Experiment(
     figures=figures,
     metrics=metrics,
     goal=GOAL,
+    kubernetes_table="throughput",
 )

@@ -40,5 +40,9 @@ class Experiment:
     kind: str = "search"
     """``search``: rate searches on a lab (latency under load, the report's generic sections);
     ``tools``: tool measurements with sections and a notebook of their own (experiment E)."""
+    kubernetes_table: Optional[str] = None
+    """Its table keyed by ``model`` and ``frame_size`` that the report puts beside the same table of
+    its run on the Kubernetes lab (``experiment_<x>_kubernetes``: the ``experiment_kubernetes`` and
+    ``analysis_kubernetes`` stages); None: the pipeline does not run it on the Kubernetes lab."""
     captions: dict[str, str] = field(default_factory=dict)
     """Captions of its own tables, beside the report's shared ones."""

@@ -101,4 +101,5 @@ EXPERIMENT = Experiment(
     figures=figures_c,
     metrics=metrics,
     goal=GOAL,
+    kubernetes_table="combination",
 )

@@ -84,7 +84,7 @@ def grouped_bars(
     xs = list(x_order) if x_order is not None else list(dict.fromkeys(df[x].tolist()))
     hs = (list(hue_order) if hue_order is not None else list(dict.fromkeys(df[hue].tolist()))) if hue else [None]
     colors = sns.color_palette(palette, n_colors=max(len(hs), 1))
-    width = 0.8 / len(hs)
+    width = 0.8 / max(len(hs), 1)  # no level at all (an empty table): an empty axes, not a crash
     top = float(np.nanmax(df[ci_high if ci_high else y].to_numpy(dtype=float), initial=0.0))
     top = top if top > 0 else 1.0
     for j, level in enumerate(hs):
