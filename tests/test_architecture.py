@@ -41,7 +41,8 @@ def _copy(tmp_path: Path) -> Path:
      "nfvlab.trial -> nfvlab.labs"),
     # A runner names the seam (nfvlab.labs), never a backend: else it could only run on that lab.
     ("experiment.py", "from nfvlab.labs.embedded.cni import CniLab",
-     "the experiment runners ask the lab-backend seam, never a backend", "nfvlab.experiment -> nfvlab.labs.embedded.cni"),
+     "the experiment runners ask the lab-backend seam, never a backend",
+     "nfvlab.experiment -> nfvlab.labs.embedded.cni"),
 ])
 def test_importing_a_lab_backend_breaks_the_contracts(tmp_path, module, line, contract, chain):
     root = _copy(tmp_path)

@@ -11,8 +11,8 @@ namespaces on this host), user-named ports (:mod:`nfvlab.labs.external`), and a
 Kubernetes cluster (:mod:`nfvlab.labs.kubernetes`). A scenario is a catalogue model's
 :class:`~nfvlab.scenario.Scenario` (a generator's streams through it) or experiment E's
 :class:`~nfvlab.scenario.cni.CniScenario` (two nodes, a pod on each, one CNI data path: its
-session hands out :attr:`LabSession.endpoints` and a tracker that runs tools). SIGTERM is :class:`nfvlab.system.signals.Terminated`
-(re-exported here). Measurement code only ever sees this protocol.
+session hands out :attr:`LabSession.endpoints` and a tracker that runs tools). SIGTERM is
+:class:`nfvlab.system.signals.Terminated` (re-exported here). Measurement code only ever sees this protocol.
 """
 from __future__ import annotations
 

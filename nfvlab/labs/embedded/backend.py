@@ -58,7 +58,8 @@ class EmbeddedLab:
             ends = {r: Endpoint(None if r == "service" else lab.ns(r), lab.address(r)) for r in ROLES}
             yield LabSession(streams=[], tracker=lab, endpoints=ends, info={
                 "lab_kind": self.kind, "lab_id": lab.lab_id, "mtu": scenario.path.link_mtu_bytes,
-                "setup_s": round(lab.setup_s or 0.0, 3), "realization": "cni: two node namespaces cabled by one veth link"})
+                "setup_s": round(lab.setup_s or 0.0, 3),
+                "realization": "cni: two node namespaces cabled by one veth link"})
 
     def describe(self) -> dict:
         """Facts recorded with every run: link MTU, kernel, Intel DSA devices (seed 003's offload)."""
