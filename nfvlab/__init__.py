@@ -28,12 +28,14 @@ _API = {
     "Resources": "nfvlab.scenario:Resources",
     "DensityCell": "nfvlab.scenario:DensityCell",
     "MODELS": "nfvlab.scenario:MODELS",
+    "CniScenario": "nfvlab.scenario.cni:CniScenario",
     # where and with what
     "backend_for": "nfvlab.labs:backend_for",
     "generator_for": "nfvlab.traffic.select:generator_for",
     # parameters
     "load_experiment": "nfvlab.params:load_experiment",
     "ExperimentParams": "nfvlab.params:ExperimentParams",
+    "CniExperimentParams": "nfvlab.params:CniExperimentParams",
     "LabParams": "nfvlab.params:LabParams",
     "SearchParams": "nfvlab.params:SearchParams",
     "TrafficParams": "nfvlab.params:TrafficParams",

@@ -582,12 +582,7 @@ def cmd_analyze(a) -> int:
         raise CliError(str(err)) from None
     models = None
     if exp.kind == "tools":
-        from nfvlab import experiment_cni
-
-        try:
-            experiment_cni.load(a.params)  # a bad params file fails the stage, as for the others
-        except experiment_cni.CniConfigError as err:
-            raise CliError(str(err)) from None
+        P.load(a.params, P.CniExperimentParams)  # a bad params file fails the stage, as for the others
     else:
         models = P.load(a.params).models
     _check_outputs(metrics=(a.metrics, "file"), tables=(a.tables, "dir"), figures=(a.figures, "dir"))

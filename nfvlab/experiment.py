@@ -9,6 +9,10 @@ found (``latency_load_fractions``, default 0/10/50/90 % of the PDR, as FD.io CSI
 Every trial and search result is appended to the records file as it completes;
 a model this host cannot realize is recorded as a ``not-realizable`` note with
 the reason, never as a number. Input problems are found before any lab exists.
+
+Experiment E (:class:`~nfvlab.params.CniExperimentParams`: CNI data paths x link MTUs, tool
+runs instead of searches) runs on the same seams (:func:`run_tools`): its scenarios realized
+by the lab backend, the same records, resume and progress lines.
 """
 from __future__ import annotations
 
@@ -17,19 +21,22 @@ import json
 import os
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, TextIO, Union
+from typing import Iterator, Optional, TextIO, Union
 
 from nfvlab import labs, measure
 from nfvlab.calibrate import Calibration
-from nfvlab.params import ExperimentParams
+from nfvlab.params import CniExperimentParams, ExperimentParams
 from nfvlab.provenance import code_digest
 from nfvlab.records import RecordWriter, read_records
 from nfvlab.scenario import DensityCell, Resources, Scenario
+from nfvlab.scenario.cni import CniScenario, Step, step_labels, steps
 from nfvlab.search import SearchError
 from nfvlab.system.hostlock import HostLock
 from nfvlab.system.paths import output_problem
+from nfvlab.traffic import tcp
 from nfvlab.traffic.select import identity_for, tx_paths
 from nfvlab.trial import invalid_repeat_pause_s, run_trial
 
@@ -90,24 +97,58 @@ def check(params: ExperimentParams, backend=None) -> None:
                 raise measure.InputError(f"{sc.label}: {err}") from None
 
 
-def run_experiment(params: ExperimentParams, records: Union[str, Path], *, backend=None,
-                   progress: bool = True, source: Optional[str] = None, resume: Optional[bool] = None) -> str:
+def _resume(resume: Optional[bool]) -> bool:
+    """``resume`` or, when None, unless ``NFVLAB_FRESH_RUN`` asks for a fresh run (pipeline, notebooks)."""
+    if resume is None:
+        return os.environ.get("NFVLAB_FRESH_RUN", "") not in ("1", "yes", "true")
+    return resume
+
+
+@contextmanager
+def _recording(name: str, dump: dict, records: Union[str, Path], prov_extra: dict, *, resume: bool,
+               finished: tuple[str, str]) -> Iterator[tuple[RecordWriter, Optional[Interrupted]]]:
+    """The run's host lock, then its records: the interrupted run with the same fingerprint continued
+    (``resume``; ``finished``: what marks a unit done, see :func:`interrupted_run`) or a new run."""
+    # The run holds the host lock from here: a busy lab refuses it before a record is written.
+    with HostLock(f"experiment {name}", for_run=True):
+        previous = interrupted_run(records, dump["fingerprint"], finished) if resume else None
+        with RecordWriter(records, name, dump, extra_provenance=prov_extra,
+                          run_id=previous.run_id if previous else None, resumed=previous is not None,
+                          first_seq=previous.trials if previous else 0) as rec:
+            yield rec, previous
+
+
+def _dump(params, source: Optional[str]) -> dict:
+    """The run record's params: the params, their :func:`fingerprint`, the file they came from."""
+    dump = params.model_dump()
+    dump["fingerprint"] = fingerprint(dump)
+    if source:
+        dump["source"] = source
+    return dump
+
+
+def run_experiment(params: Union[ExperimentParams, CniExperimentParams], records: Union[str, Path], *,
+                   backend=None, progress: bool = True, source: Optional[str] = None,
+                   resume: Optional[bool] = None) -> str:
     """Measure every scenario of ``params`` on ``backend``; append records; return the run id.
 
-    ``backend`` defaults to the one the lab profile names (:func:`nfvlab.labs.backend_for`).
+    ``backend`` defaults to the one the lab profile names (:func:`nfvlab.labs.backend_for`;
+    experiment E's params have none: the embedded lab).
     Resume: when the records' last run with the same params and code (:func:`fingerprint`)
-    was interrupted, it is continued under its run id and only the searches it had not
-    finished are measured (``resume=False``, or ``NFVLAB_FRESH_RUN=1`` in the environment for
-    the pipeline and notebooks: always a fresh run). The host lock is taken
+    was interrupted, it is continued under its run id and only the searches (E: tool runs) it
+    had not finished are measured (``resume=False``, or ``NFVLAB_FRESH_RUN=1`` in the environment
+    for the pipeline and notebooks: always a fresh run). The host lock is taken
     before anything is recorded, so a refused run writes nothing.
     Labels: those of :meth:`Scenario.labels` and ``repetition`` on every record,
     ``purpose`` (``search`` or ``latency``) on trials (whose frame size is in
     the result; latency trials also carry ``goal`` and ``load_fraction``),
     ``frame_size`` and ``goal`` on search results. A scenario the lab cannot
-    realize gets one ``not-realizable`` note with the reason.
+    realize gets one ``not-realizable`` note with the reason. Experiment E
+    (:class:`~nfvlab.params.CniExperimentParams`): :func:`run_tools`.
     """
-    if resume is None:
-        resume = os.environ.get("NFVLAB_FRESH_RUN", "") not in ("1", "yes", "true")
+    if isinstance(params, CniExperimentParams):
+        return run_tools(params, records, backend=backend, progress=progress, source=source, resume=resume)
+    resume = _resume(resume)
     problem = output_problem(Path(records), "file")
     if problem:  # before the lab: notebooks and the pipeline call this without the CLI's checks
         raise measure.InputError(f"records {problem}")
@@ -119,10 +160,7 @@ def run_experiment(params: ExperimentParams, records: Union[str, Path], *, backe
     calibration = Calibration.load(params.lab.calibration)
     identity = identity_for(params.lab.generator)
     entry = calibration.entry(identity)
-    dump = params.model_dump()
-    dump["fingerprint"] = fingerprint(dump)
-    if source:
-        dump["source"] = source
+    dump = _dump(params, source)
     prov_extra = {"lab": backend.describe(),
                   "generator": {"identity": identity, "calibration_file": str(calibration.path),
                                 "ceilings": (entry or {}).get("ceilings")}}
@@ -130,39 +168,110 @@ def run_experiment(params: ExperimentParams, records: Union[str, Path], *, backe
         prov_extra["generator"]["tx_paths"] = {
             tx: {"identity": ident, "ceilings": (calibration.entry(ident) or {}).get("ceilings")}
             for tx in tx_paths(params.lab.generator) for ident in [identity_for(params.lab.generator, tx)]}
-    # The run holds the host lock from here: a busy lab refuses it before a record is written.
-    with HostLock(f"experiment {params.experiment}", for_run=True):
-        previous = interrupted_run(records, dump["fingerprint"]) if resume else None
-        with RecordWriter(records, params.experiment, dump, extra_provenance=prov_extra,
-                          run_id=previous.run_id if previous else None, resumed=previous is not None,
-                          first_seq=previous.trials if previous else 0) as rec:
-            if previous is None:
-                for sc in grid:
-                    if why[sc]:
-                        rec.note(f"not realizable: {why[sc][0]}", kind="not-realizable", **sc.labels())
-                    for fs in params.traffic.frame_sizes:
-                        if not why[sc] and not frame_fits(sc, fs):
-                            rec.note(f"frame too large: {fs} B frames do not fit MTU {sc.mtu_bytes} "
-                                     f"(at most {sc.mtu_bytes + 18} B); not sent", kind="frame-too-large",
-                                     frame_size=fs, **sc.labels())
-            done = previous.done if previous else set()
-            cells = [(sc, fs) for sc in runnable for fs in params.traffic.frame_sizes if frame_fits(sc, fs)]
-            todo = [(rep, sc, fs) for rep in range(params.repetitions) for sc, fs in cells
-                    if _key(sc.labels(), fs, rep) not in done]
-            total = len(cells) * params.repetitions
-            bar = Progress(params.experiment, len(todo), enabled=progress)
-            bar.note(f"{len(runnable)} of {len(grid)} configurations realizable on this {backend.kind} lab, "
-                     f"{params.repetitions} repetition(s), {len(params.traffic.frame_sizes)} frame size(s): "
-                     f"{total} searches" + (f"; resuming run {previous.run_id}: {total - len(todo)} done, "
-                                            f"{len(todo)} to go" if previous else ""))
-            for rep in range(params.repetitions):
-                for sc in runnable:
-                    sizes = [fs for r, s, fs in todo if r == rep and s == sc]
-                    if sizes:
-                        _measure(params, backend, calibration, sc, rep, rec, bar, sizes)
-            bar.note(f"done: {bar.done} searches, {bar.trials} trials in "
-                     f"{_duration(time.monotonic() - bar.t0)}")
-            return rec.run_id
+    with _recording(params.experiment, dump, records, prov_extra, resume=resume,
+                    finished=SEARCH_DONE) as (rec, previous):
+        if previous is None:
+            for sc in grid:
+                if why[sc]:
+                    rec.note(f"not realizable: {why[sc][0]}", kind="not-realizable", **sc.labels())
+                for fs in params.traffic.frame_sizes:
+                    if not why[sc] and not frame_fits(sc, fs):
+                        rec.note(f"frame too large: {fs} B frames do not fit MTU {sc.mtu_bytes} "
+                                 f"(at most {sc.mtu_bytes + 18} B); not sent", kind="frame-too-large",
+                                 frame_size=fs, **sc.labels())
+        done = previous.done if previous else set()
+        cells = [(sc, fs) for sc in runnable for fs in params.traffic.frame_sizes if frame_fits(sc, fs)]
+        todo = [(rep, sc, fs) for rep in range(params.repetitions) for sc, fs in cells
+                if _key(sc.labels(), fs, rep) not in done]
+        total = len(cells) * params.repetitions
+        bar = Progress(params.experiment, len(todo), enabled=progress)
+        bar.note(f"{len(runnable)} of {len(grid)} configurations realizable on this {backend.kind} lab, "
+                 f"{params.repetitions} repetition(s), {len(params.traffic.frame_sizes)} frame size(s): "
+                 f"{total} searches" + (f"; resuming run {previous.run_id}: {total - len(todo)} done, "
+                                        f"{len(todo)} to go" if previous else ""))
+        for rep in range(params.repetitions):
+            for sc in runnable:
+                sizes = [fs for r, s, fs in todo if r == rep and s == sc]
+                if sizes:
+                    _measure(params, backend, calibration, sc, rep, rec, bar, sizes)
+        bar.note(f"done: {bar.done} searches, {bar.trials} trials in "
+                 f"{_duration(time.monotonic() - bar.t0)}")
+        return rec.run_id
+
+
+def cni_scenarios(params: CniExperimentParams) -> list[CniScenario]:
+    """Experiment E's grid: data paths x link MTUs, each a two-node scenario a lab backend realizes."""
+    return [CniScenario(p, segmentation_offload=params.segmentation_offload) for p in params.grid.paths()]
+
+
+def run_tools(params: CniExperimentParams, records: Union[str, Path], *, backend=None, progress: bool = True,
+              source: Optional[str] = None, resume: Optional[bool] = None) -> str:
+    """Experiment E (seed 002): every (data path, MTU) the lab realizes, its tool runs recorded.
+
+    One lab per (path, MTU) (:class:`~nfvlab.scenario.cni.CniScenario`, opened through the
+    backend: the embedded :class:`~nfvlab.labs.embedded.cni.CniLab`), reused for every
+    repetition, TCP direction (iperf3) and HTTP direction x file size (nginx in node2's pod, wrk
+    as the client): :func:`nfvlab.scenario.cni.steps`, :func:`nfvlab.traffic.tcp.run_step`.
+
+    Records: the ``run`` record (params with ``fingerprint``, ``source``; provenance ``lab``: the
+    backend's facts and the tools' versions), one ``measurement`` per tool run (labels:
+    :func:`nfvlab.scenario.cni.step_labels`) appended as it finishes, a ``not-realizable`` note per
+    (path, MTU) the lab cannot realize, a ``measurement-failed`` note per failed tool run (the run
+    goes on). Resume as :func:`run_experiment`, by tool run. Raises
+    :class:`nfvlab.measure.InputError` (not root, cluster unreachable, an unusable records path)
+    before anything is created.
+    """
+    resume = _resume(resume)
+    problem = output_problem(Path(records), "file")
+    if problem:
+        raise measure.InputError(f"records {problem}")
+    backend = backend or labs.backend_for()
+    not_ready = backend.ready()
+    if not_ready:
+        raise measure.InputError(not_ready[0])
+    grid = cni_scenarios(params)
+    why = {sc: backend.check(sc) for sc in grid}
+    runnable = [sc for sc in grid if not why[sc]]
+    prov_extra = {"lab": {**backend.describe(), "tools": tcp.tool_versions()}}
+    with _recording(params.experiment, _dump(params, source), records, prov_extra, resume=resume,
+                    finished=TOOL_RUN_DONE) as (rec, previous):
+        if previous is None:
+            for sc in grid:
+                if why[sc]:
+                    rec.note(f"not realizable: {why[sc][0]}", kind="not-realizable", **sc.labels())
+        done = previous.done if previous else set()
+        plan = [(sc, [s for s in steps(params.grid) if unit_key(step_labels(sc, s)) not in done]) for sc in runnable]
+        total = len(runnable) * len(steps(params.grid))
+        bar = Progress(params.experiment, sum(len(todo) for _, todo in plan), enabled=progress, count_trials=False)
+        bar.note(f"{len(runnable)} of {len(grid)} (data path, MTU) realizable on this {backend.kind} lab, "
+                 f"{params.repetitions} repetition(s): {total} tool runs"
+                 + (f"; resuming run {previous.run_id}: {total - bar.total} done, {bar.total} to go"
+                    if previous else ""))
+        for sc, todo in plan:
+            if todo:
+                _tool_runs(params, backend, sc, todo, rec, bar)
+        bar.note(f"done: {bar.done} tool runs in {_duration(time.monotonic() - bar.t0)}")
+        return rec.run_id
+
+
+def _tool_runs(params: CniExperimentParams, backend, scenario: CniScenario, todo: list[Step], rec: RecordWriter,
+               bar: Progress) -> None:
+    with backend.open(scenario) as session:
+        lab, at = session.tracker, session.endpoints
+        if any(s[1] == "http" for s in todo):
+            tcp.start_nginx(lab, ns=at["pod2"].ns, bind_ip=at["pod2"].address, file_bytes=params.wrk.file_bytes)
+        for step in todo:
+            labels = step_labels(scenario, step)
+            rep, proto, direction, size = step
+            what = f"{scenario.label} {proto} {direction}{f' {size} B' if size else ''} rep {rep}"
+            try:
+                tool, result = tcp.run_step(lab, at, params.grid, step)
+            except tcp.ToolError as err:
+                rec.note(f"measurement failed: {err}", kind="measurement-failed", **labels)
+                bar.update(what, f"failed: {err}")
+                continue
+            rec.measurement(tool, result, **labels)
+            bar.update(what, tcp.outcome(tool, result))
 
 
 #: Package paths no measurement imports (the import contract "measuring never imports analysing"
@@ -186,9 +295,19 @@ class Interrupted:
 
     run_id: str
     done: frozenset
-    """Keys (:func:`_key`) of the searches it finished (a result or a failed search recorded)."""
+    """Keys (:func:`unit_key`) of the units it finished (a search or tool run recorded, or its failure)."""
     trials: int
     """Trials it recorded (the resumed part numbers its trials on from there)."""
+
+
+#: What marks a unit of a run finished (:func:`interrupted_run`): (record type, note kind).
+SEARCH_DONE = ("search", "search-failed")
+TOOL_RUN_DONE = ("measurement", "measurement-failed")
+
+
+def unit_key(labels: dict) -> tuple:
+    """The key of a record's unit (a search, a tool run): :func:`_key` of its labels."""
+    return _key(labels, labels.get("frame_size"), labels.get("repetition", 0))
 
 
 def _key(labels: dict, frame_size, repetition) -> tuple:
@@ -197,8 +316,12 @@ def _key(labels: dict, frame_size, repetition) -> tuple:
             str(frame_size), int(repetition))
 
 
-def interrupted_run(records: Union[str, Path], fp: str) -> Optional[Interrupted]:
-    """The last run of ``records`` with fingerprint ``fp`` that did not complete (None: none)."""
+def interrupted_run(records: Union[str, Path], fp: str,
+                    finished: tuple[str, str] = SEARCH_DONE) -> Optional[Interrupted]:
+    """The last run of ``records`` with fingerprint ``fp`` that did not complete (None: none).
+
+    ``finished``: the record type and note kind that mark a unit done (:data:`SEARCH_DONE`,
+    :data:`TOOL_RUN_DONE`); their :func:`unit_key` are its ``done``."""
     path = Path(records)
     if not path.exists():
         return None
@@ -212,9 +335,8 @@ def interrupted_run(records: Union[str, Path], fp: str) -> Optional[Interrupted]
             continue
         if any(r["type"] == "end" and r.get("status") == "completed" for r in recs):
             return None  # the latest such run completed: a re-run is a new run
-        done = {_key(r["labels"], r["labels"].get("frame_size"), r["labels"].get("repetition", 0))
-                for r in recs if r["type"] == "search"
-                or (r["type"] == "note" and r["labels"].get("kind") == "search-failed")}
+        done = {unit_key(r["labels"]) for r in recs if r["type"] == finished[0]
+                or (r["type"] == "note" and r["labels"].get("kind") == finished[1])}
         return Interrupted(run_id, frozenset(done), sum(1 for r in recs if r["type"] == "trial"))
     return None
 
@@ -225,14 +347,17 @@ def _duration(seconds: float) -> str:
 
 
 class Progress:
-    """One line per finished search: ``i/N``, what was measured, trials, elapsed, estimate left.
+    """One line per finished search (tool run): ``i/N``, what was measured, trials, elapsed, estimate left.
 
     Plain lines (no carriage returns) so they read the same in a terminal, in
     ``papermill --log-output`` (``dvc repro``) and in a log file.
     """
 
-    def __init__(self, name: str, total: int, *, enabled: bool = True, stream: Optional[TextIO] = None) -> None:
+    def __init__(self, name: str, total: int, *, enabled: bool = True, stream: Optional[TextIO] = None,
+                 count_trials: bool = True) -> None:
         self.name, self.total, self.enabled = name, total, enabled
+        self.count_trials = count_trials
+        """Lines say the trials so far (searches; not tool runs, which have none)."""
         self.stream = stream
         self.done = 0
         self.trials = 0
@@ -249,7 +374,8 @@ class Progress:
         self.done += 1
         elapsed = time.monotonic() - self.t0
         left = elapsed / self.done * (self.total - self.done)
-        self.note(f"{self.done}/{self.total} {what}: {outcome}; {self.trials} trials, "
+        trials = f"{self.trials} trials, " if self.count_trials else ""
+        self.note(f"{self.done}/{self.total} {what}: {outcome}; {trials}"
                   f"elapsed {_duration(elapsed)}, about {_duration(left)} left")
 
 

@@ -20,12 +20,36 @@ import sys
 from pathlib import Path
 from typing import Optional, Union
 
-from nfvlab import experiment, experiment_cni
+from nfvlab import experiment, labs
 from nfvlab import params as P
 from nfvlab.measure import InputError
 from nfvlab.records import RecordWriter
 
 PathLike = Union[str, Path]
+AnyParams = Union[P.ExperimentParams, P.CniExperimentParams]
+
+
+def load(letter: str, params_file: PathLike, lab_file: Optional[PathLike] = "params/lab.yaml",
+         overrides: Optional[dict] = None) -> tuple[AnyParams, P.LabParams]:
+    """Experiment ``letter``'s params and the lab they run on (the profile ``lab_file``; None: the
+    embedded lab); one-line :class:`nfvlab.params.ParamsError` / :class:`nfvlab.measure.InputError`.
+
+    Experiment E's params are :class:`nfvlab.params.CniExperimentParams` (no ``lab:`` of their own:
+    the profile's lab realizes its data paths); the others' are the params file with the profile
+    as its ``lab:`` (:func:`nfvlab.params.load_experiment`).
+    """
+    if len(letter) != 1 or not "a" <= letter <= "z":
+        raise InputError(f"experiment {letter!r}: give its letter (a, b, ...: its params file's experiment name "
+                         "starts with it)")
+    if letter == "e":
+        p: AnyParams = P.load(params_file, P.CniExperimentParams, overrides)
+        lab = P.load(lab_file, P.LabParams) if lab_file is not None else P.LabParams()
+    else:
+        p = P.load_experiment(params_file, lab_file, overrides)
+        lab = p.lab
+    if not p.experiment.startswith(letter):
+        raise InputError(f"{params_file}: experiment: {p.experiment!r} is not experiment {letter}'s params")
+    return p, lab
 
 
 def run(letter: str, params_file: PathLike, records: PathLike, *, lab_file: Optional[PathLike] = "params/lab.yaml",
@@ -35,44 +59,33 @@ def run(letter: str, params_file: PathLike, records: PathLike, *, lab_file: Opti
     Raises :class:`nfvlab.params.ParamsError` / :class:`nfvlab.measure.InputError` (one line)
     before any lab or cluster exists.
     """
-    if len(letter) != 1 or not "a" <= letter <= "z":
-        raise InputError(f"experiment {letter!r}: give its letter (a, b, ...: its params file's experiment name "
-                         "starts with it)")
-    if letter == "e":  # E (CNI TCP/HTTP) has params and a driver of its own
-        if local_cluster:
-            raise InputError("--local-cluster: experiment e runs on the embedded CNI lab only")
-        exp = experiment_cni.load(params_file, overrides)
-        if not exp.experiment.startswith("e"):
-            raise InputError(f"{params_file}: experiment: {exp.experiment!r} is not experiment e's params")
-        return experiment_cni.run_cni_experiment(exp, records, source=str(params_file))
-    p = P.load_experiment(params_file, lab_file, overrides)
-    if not p.experiment.startswith(letter):
-        raise InputError(f"{params_file}: experiment: {p.experiment!r} is not experiment {letter}'s params")
+    p, lab = load(letter, params_file, lab_file, overrides)
     if not local_cluster:
-        return experiment.run_experiment(p, records, source=str(params_file))
-    if p.lab.kind != "kubernetes":
-        raise InputError(f"--local-cluster: {lab_file}: kind is {p.lab.kind!r}; the local cluster runs the "
+        return experiment.run_experiment(p, records, backend=labs.backend_for(lab), source=str(params_file))
+    if lab.kind != "kubernetes":
+        raise InputError(f"--local-cluster: {lab_file}: kind is {lab.kind!r}; the local cluster runs the "
                          "kubernetes lab (params/lab.kubernetes.yaml)")
-    from nfvlab.labs.kubernetes import local_cluster as lc
+    from nfvlab.labs import cluster
 
-    why = lc.unavailable_reason()
+    why = cluster.unavailable_reason()
     if why:
         record_not_realizable(p, records, f"no local Kubernetes cluster can run here: {why}", lab_file)
         return None
-    # The Kubernetes lab takes the host lock for each run (it cables this host), so the cluster must not hold it.
-    with lc.LocalCluster(lock=False) as k8s:
-        lc.install_nad_crd(k8s)
-        return experiment.run_experiment(p, records, source=str(params_file))
+    with cluster.running():
+        return experiment.run_experiment(p, records, backend=labs.backend_for(lab), source=str(params_file))
 
 
-def record_not_realizable(p: P.ExperimentParams, records: PathLike, reason: str,
-                          lab_file: Optional[PathLike]) -> None:
-    """One completed run whose every configuration is a ``not-realizable`` note with ``reason``."""
+def record_not_realizable(p: AnyParams, records: PathLike, reason: str, lab_file: Optional[PathLike]) -> None:
+    """One completed run whose every configuration (E: every (data path, MTU)) is a ``not-realizable``
+    note with ``reason``."""
+    if isinstance(p, P.CniExperimentParams):
+        cells = [sc.labels() for sc in experiment.cni_scenarios(p)]
+    else:
+        cells = [{"model": m, "pinning": pin, "numa": numa} for m in p.models for pin in p.resources.pinning
+                 for numa in p.resources.numa]
     with RecordWriter(records, p.experiment, {**p.model_dump(), "lab_file": str(lab_file)}) as rec:
-        for m in p.models:
-            for pin in p.resources.pinning:
-                for numa in p.resources.numa:
-                    rec.note(f"not realizable: {reason}", kind="not-realizable", model=m, pinning=pin, numa=numa)
+        for labels in cells:
+            rec.note(f"not realizable: {reason}", kind="not-realizable", **labels)
     print(f"nfvlab: {reason}; every configuration recorded as not realizable")
 
 
@@ -85,11 +98,10 @@ def main(argv: Optional[list[str]] = None, prog: str = "python -m nfvlab.stage")
     """The measurement stage's command line; one line and exit code 2 for bad input, 1 for a
     failed measurement, 130 after an interrupt (the lab torn down)."""
     from nfvlab.labs import LabError, Terminated
-    from nfvlab.labs.embedded.state import LabBusy
     from nfvlab.records import RecordWriteError
-    from nfvlab.scenario.cni import CniConfigError
     from nfvlab.search import SearchError
     from nfvlab.system.build import BuildError
+    from nfvlab.system.hostlock import LabBusy
     from nfvlab.system.paths import output_problem
     from nfvlab.traffic import GeneratorError
 
@@ -99,7 +111,7 @@ def main(argv: Optional[list[str]] = None, prog: str = "python -m nfvlab.stage")
     ap.add_argument("--params", type=Path, required=True, help="the experiment's params file")
     ap.add_argument("--records", type=Path, required=True, help="records file (appended to)")
     ap.add_argument("--lab-profile", type=Path, default=Path("params/lab.yaml"), metavar="FILE",
-                    help="lab profile (default params/lab.yaml; not used by e)")
+                    help="lab profile (default params/lab.yaml): the lab the experiment runs on")
     ap.add_argument("--local-cluster", action="store_true",
                     help="run the kubernetes lab on the local single-node cluster, started for this run "
                          "(where it cannot run, every configuration is recorded as not realizable)")
@@ -107,13 +119,13 @@ def main(argv: Optional[list[str]] = None, prog: str = "python -m nfvlab.stage")
     try:
         if not a.params.is_file():
             raise InputError(f"--params {a.params}: no such file")
-        if a.experiment != "e" and not a.lab_profile.is_file():
+        if not a.lab_profile.is_file():
             raise InputError(f"--lab-profile {a.lab_profile}: no such file")
         problem = output_problem(a.records, "file")
         if problem:
             raise InputError(f"--records {problem}")
         run_id = run(a.experiment, a.params, a.records, lab_file=a.lab_profile, local_cluster=a.local_cluster)
-    except (P.ParamsError, InputError, LabError, BuildError, LabBusy, CniConfigError) as err:
+    except (P.ParamsError, InputError, LabError, BuildError, LabBusy) as err:
         print(f"nfvlab: error: {err}", file=sys.stderr)
         return 2
     except (GeneratorError, SearchError, RecordWriteError) as err:

@@ -10,20 +10,22 @@
 # %% tags=["parameters"]
 # Parameters (papermill overrides these)
 params_file = "params/quick/experiment_e.yaml"
-lab_file = "params/lab.yaml"  # the lab profile (E always runs on the embedded CNI lab)
+lab_file = "params/lab.yaml"  # the lab profile: the lab that realizes the data paths
 records = "data/interactive/experiment_e.jsonl"
 measure = True  # False: only show what `records` holds
 overrides = {}  # merged into the params file, e.g. {"repetitions": 1}
 
 # %%
-from nfvlab import experiment_cni, notebook
+from nfvlab import experiment, labs, notebook
+from nfvlab import params as P
 
 root = notebook.enter_repo_root()  # JupyterLab starts the kernel in notebooks/: paths are the repository's
-exp = experiment_cni.load(params_file, overrides)  # a bad grid fails here, before any lab exists
+p = P.load(params_file, P.CniExperimentParams, overrides)  # a bad grid fails here, before any lab exists
 if measure:
     # Under dvc repro the progress lines go to the stage's log, not into the saved notebook.
     with notebook.progress_elsewhere():
-        run_id = experiment_cni.run_cni_experiment(exp, records, source=params_file)
+        backend = labs.backend_for(P.load(lab_file, P.LabParams))
+        run_id = experiment.run_experiment(p, records, backend=backend, source=params_file)
 
 # %% [markdown]
 # ## Results: tables (statistics over repetitions; what could not be measured), figures, claims

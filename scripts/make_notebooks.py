@@ -78,7 +78,7 @@ def experiment(letter: str) -> nbf.NotebookNode:
     return nb
 
 
-#: Experiment E (seed 002) has a driver of its own (tool measurements, not searches).
+#: Experiment E (seed 002): tool measurements, not searches (its own params model and outputs).
 E_NOTE = ("**Local numbers describe this host** (2 vCPUs, veth links), never the seed's Arm testbed. Data paths "
           "this host cannot build are listed with the reason instead of a value.")
 
@@ -91,18 +91,20 @@ def experiment_e() -> nbf.NotebookNode:
         nbf.v4.new_markdown_cell(f"# {title}\n\n{text}\n\n{E_NOTE}\n\n{RUNNING.format(x='e')}"),
         _parameters([
             'params_file = "params/quick/experiment_e.yaml"',
-            'lab_file = "params/lab.yaml"  # the lab profile (E always runs on the embedded CNI lab)',
+            'lab_file = "params/lab.yaml"  # the lab profile: the lab that realizes the data paths',
             'records = "data/interactive/experiment_e.jsonl"',
             "measure = True  # False: only show what `records` holds",
             'overrides = {}  # merged into the params file, e.g. {"repetitions": 1}']),
         nbf.v4.new_code_cell(
-            "from nfvlab import experiment_cni, notebook\n\n"
+            "from nfvlab import experiment, labs, notebook\n"
+            "from nfvlab import params as P\n\n"
             f"{ROOT}\n"
-            "exp = experiment_cni.load(params_file, overrides)  # a bad grid fails here, before any lab exists\n"
+            "p = P.load(params_file, P.CniExperimentParams, overrides)  # a bad grid fails here, before any lab exists\n"
             "if measure:\n"
             "    # Under dvc repro the progress lines go to the stage's log, not into the saved notebook.\n"
             "    with notebook.progress_elsewhere():\n"
-            "        run_id = experiment_cni.run_cni_experiment(exp, records, source=params_file)"),
+            "        backend = labs.backend_for(P.load(lab_file, P.LabParams))\n"
+            "        run_id = experiment.run_experiment(p, records, backend=backend, source=params_file)"),
         nbf.v4.new_markdown_cell("## Results: tables (statistics over repetitions; what could not be measured), "
                                  "figures, claims"),
         nbf.v4.new_code_cell('notebook.show(notebook.experiment_outputs("e", records, None))'),

@@ -22,6 +22,9 @@ _._unique_fractions
 _._unique_mtus
 _._mtus_fit
 _._density_switch
+_._one  # K8sPlacement: node or node_labels
+_._not_empty  # CniExperimentParams
+_._every_path_carries_pods
 ProfileParams  # the schema of params/profile.yaml, which DVC's templating reads (tests/test_params.py checks it)
 
 # Fields of records: serialized with dataclasses.asdict into every record, read by whoever reads records.

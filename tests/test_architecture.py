@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import grimp
+import pytest
 
 from conftest import REPO
 
@@ -35,14 +36,22 @@ def _copy(tmp_path: Path) -> Path:
     return root
 
 
-def test_a_trial_importing_a_lab_backend_breaks_the_contracts(tmp_path):
+@pytest.mark.parametrize("module, line, contract, chain", [
+    ("trial.py", "from nfvlab.labs.embedded import Lab", "measurement and analysis never import a lab backend",
+     "nfvlab.trial -> nfvlab.labs"),
+    # A runner names the seam (nfvlab.labs), never a backend: else it could only run on that lab.
+    ("experiment.py", "from nfvlab.labs.embedded.cni import CniLab",
+     "the experiment runners ask the lab-backend seam, never a backend",
+     "nfvlab.experiment -> nfvlab.labs.embedded.cni"),
+])
+def test_importing_a_lab_backend_breaks_the_contracts(tmp_path, module, line, contract, chain):
     root = _copy(tmp_path)
-    trial = root / "nfvlab" / "trial.py"
-    trial.write_text(trial.read_text() + "\nfrom nfvlab.labs.embedded import Lab  # forbidden\n")
+    path = root / "nfvlab" / module
+    path.write_text(path.read_text() + f"\n{line}  # forbidden\n")
     out = _lint(root)
     assert out.returncode != 0
-    assert "measurement and analysis never import a lab backend BROKEN" in out.stdout
-    assert "nfvlab.trial -> nfvlab.labs" in out.stdout
+    assert f"{contract} BROKEN" in out.stdout
+    assert chain in out.stdout
 
 
 def test_the_scenario_layer_importing_params_breaks_the_layers(tmp_path):

@@ -1,4 +1,6 @@
-"""Experiment E's driver (nfvlab.experiment_cni): params, bad input, real runs on the CNI lab, resume.
+"""Experiment E on the shared seams: its params (nfvlab.params.CniExperimentParams), bad input, its
+data paths realized through the lab-backend seam (real runs on the embedded CNI lab; the Kubernetes
+lab's one-line reasons), the shared runner's records and resume (nfvlab.experiment).
 
 The lab tests run the real tools (iperf3, nginx, wrk) on real namespaces under the host lock and
 insist on no residue afterwards (test_labs_cni.cni_residue).
@@ -13,11 +15,13 @@ import pytest
 from conftest import NO_RESIDUE, REPO
 from test_labs_cni import cni_residue
 
-from nfvlab import experiment_cni as E
+from nfvlab import experiment as X
 from nfvlab import params as P
+from nfvlab.labs import LabError
 from nfvlab.measure import InputError
 from nfvlab.records import read_records, runs_frame
-from nfvlab.scenario.cni import CniConfigError
+from nfvlab.scenario.cni import CniPath, CniScenario, step_labels, steps
+from nfvlab.traffic import tcp
 
 TINY = {"data_paths": ["direct", "ipip"], "link_mtus_bytes": [1500], "tcp_directions": ["node-pod"],
         "http_directions": ["host-service"], "repetitions": 2,
@@ -30,41 +34,50 @@ def _params(tmp_path, **over) -> Path:
     return p
 
 
+def _load(path) -> P.CniExperimentParams:
+    return P.load(path, P.CniExperimentParams)
+
+
 def test_profiles_load_and_the_quick_grid_is_the_documented_one():
-    quick = E.load(REPO / "params/quick/experiment_e.yaml")
+    quick = _load(REPO / "params/quick/experiment_e.yaml")
     assert [p.label for p in quick.grid.paths()] == ["direct@1500", "direct@9000", "vxlan@1500", "vxlan@9000",
                                                      "ipip@1500", "ipip@9000"]
     assert quick.segmentation_offload is False and quick.grid.repetitions == 2
-    assert len(E.steps(quick.grid)) == 2 * (2 + 2 * 2)  # reps x (TCP directions + HTTP directions x sizes)
-    full = E.load(REPO / "params/full/experiment_e.yaml")
+    assert len(steps(quick.grid)) == 2 * (2 + 2 * 2)  # reps x (TCP directions + HTTP directions x sizes)
+    full = _load(REPO / "params/full/experiment_e.yaml")
     assert full.grid.link_mtus_bytes == (1450, 1500, 3000, 6000, 9000) and full.grid.repetitions >= 3
     assert full.grid.wrk.file_bytes == (1000, 10_000, 100_000, 1_000_000, 10_000_000)
     assert (full.grid.wrk.threads, full.grid.wrk.connections) == (5, 10)
 
 
 def test_steps_walk_repetitions_then_tcp_then_http_by_size(tmp_path):
-    exp = E.load(_params(tmp_path, http_directions=["host-pod", "host-service"],
-                         wrk={"duration_s": 1, "file_bytes": [1000, 5000]}))
-    assert E.steps(exp.grid) == [
+    exp = _load(_params(tmp_path, http_directions=["host-pod", "host-service"],
+                        wrk={"duration_s": 1, "file_bytes": [1000, 5000]}))
+    assert steps(exp.grid) == [
         (0, "tcp", "node-pod", None), (0, "http", "host-pod", 1000), (0, "http", "host-pod", 5000),
         (0, "http", "host-service", 1000), (0, "http", "host-service", 5000),
         (1, "tcp", "node-pod", None), (1, "http", "host-pod", 1000), (1, "http", "host-pod", 5000),
         (1, "http", "host-service", 1000), (1, "http", "host-service", 5000)]
 
 
-@pytest.mark.parametrize("over, error, message", [
-    ({"link_mtus_bytes": [1300], "data_paths": ["vxlan"]}, CniConfigError,
-     (r"e\.yaml: link_mtu_bytes=1300: vxlan needs 50 B of overhead below the link MTU, leaving 1250 B for pods; "
-      r"give >= 1330$")),
-    ({"data_paths": ["gre"]}, CniConfigError, (r"e\.yaml: data_path='gre': unknown; allowed: direct, vxlan, ipip, "
-                                               r"sriov-analogue$")),
-    ({"wrk": {"file_bytes": [0]}}, CniConfigError, r"e\.yaml: wrk\.file_bytes=0: give an integer 1\.\.100000000$"),
-    ({"segmentation_offload": "no"}, P.ParamsError, r"e\.yaml: segmentation_offload: 'no': give true or false$"),
-    ({"mtu": 1500}, P.ParamsError, r"e\.yaml: mtu: unknown key; allowed: data_paths, experiment, http_directions"),
+@pytest.mark.parametrize("over, message", [
+    ({"link_mtus_bytes": [1300], "data_paths": ["vxlan"]},
+     (r"e\.yaml: link_mtus_bytes: link_mtu_bytes=1300: vxlan needs 50 B of overhead below the link MTU, leaving "
+      r"1250 B for pods; give >= 1330$")),
+    ({"data_paths": ["gre"]}, (r"e\.yaml: data_paths\.0: Input should be 'direct', 'vxlan', 'ipip' or "
+                               r"'sriov-analogue' \(got 'gre'\)$")),
+    ({"data_paths": []}, r"e\.yaml: data_paths: give at least one$"),
+    ({"wrk": {"file_bytes": [0]}}, r"e\.yaml: wrk: file_bytes=0: give an integer 1\.\.100000000$"),
+    ({"wrk": {"threads": 5, "files": [1]}}, r"e\.yaml: wrk: files: unknown key; allowed: connections, duration_s, "
+                                            r"file_bytes, threads$"),
+    ({"iperf": {"parallel_streams": True}}, r"e\.yaml: iperf: parallel_streams=True: give an integer 1\.\.128$"),
+    ({"repetitions": "2"}, r"e\.yaml: repetitions: Input should be a valid integer \(got '2'\)$"),
+    ({"segmentation_offload": "no"}, r"e\.yaml: segmentation_offload: Input should be a valid boolean \(got 'no'\)$"),
+    ({"mtu": 1500}, r"e\.yaml: mtu: unknown key$"),
 ])
-def test_bad_input_is_one_line_naming_the_file_and_field_before_anything_exists(tmp_path, over, error, message):
-    with pytest.raises(error, match=message) as err:
-        E.load(_params(tmp_path, **over))
+def test_bad_input_is_one_line_naming_the_file_and_field_before_anything_exists(tmp_path, over, message):
+    with pytest.raises(P.ParamsError, match=message) as err:
+        _load(_params(tmp_path, **over))
     assert "\n" not in str(err.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.yaml"]  # no records, nothing else
 
@@ -76,13 +89,14 @@ def test_the_cli_refuses_a_bad_grid_in_one_line_with_exit_2(tmp_path):
                        check=False)
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
-        f"nfvlab: error: {tmp_path / 'e.yaml'}: data_path='gre': unknown; allowed: direct, vxlan, ipip, sriov-analogue"]
+        f"nfvlab: error: {tmp_path / 'e.yaml'}: data_paths.0: Input should be 'direct', 'vxlan', 'ipip' or "
+        "'sriov-analogue' (got 'gre')"]
 
 
 def test_a_records_path_that_is_a_directory_is_refused_before_the_lab(tmp_path):
     (tmp_path / "rec").mkdir()
     with pytest.raises(InputError, match="records"):
-        E.run_cni_experiment(E.load(_params(tmp_path)), tmp_path / "rec", progress=False)
+        X.run_experiment(_load(_params(tmp_path)), tmp_path / "rec", progress=False)
     assert list((tmp_path / "rec").iterdir()) == []
 
 
@@ -90,7 +104,7 @@ def test_a_records_path_that_is_a_directory_is_refused_before_the_lab(tmp_path):
 def test_a_tiny_grid_records_every_tool_run_with_labels_and_ipip_as_not_realizable(tmp_path, clean_host, capsys):
     assert cni_residue() == NO_RESIDUE
     records = tmp_path / "e.jsonl"
-    run_id = E.run_cni_experiment(E.load(_params(tmp_path)), records, source="e.yaml")
+    run_id = X.run_experiment(_load(_params(tmp_path)), records, source="e.yaml")
     assert cni_residue() == NO_RESIDUE
     recs = read_records(records)
     assert [r["type"] for r in recs] == ["run", "note", *["measurement"] * 4, "end"]
@@ -115,46 +129,49 @@ def test_a_tiny_grid_records_every_tool_run_with_labels_and_ipip_as_not_realizab
         else:  # through the service DNAT: every request answered with the 1000 B file
             assert r["errors"] == 0 and r["requests"] > 0 and r["transfer_bytes"] > 1000 * r["requests"]
     out = capsys.readouterr().out
-    assert "e-test: 1 of 2 (data path, MTU) realizable here, 2 repetition(s): 4 tool runs" in out
+    assert "e-test: 1 of 2 (data path, MTU) realizable on this embedded lab, 2 repetition(s): 4 tool runs" in out
     assert "e-test: 4/4 direct@1500 http host-service 1000 B rep 1: " in out
 
 
 @pytest.mark.lab
 def test_an_interrupted_run_resumes_under_its_id_and_measures_only_what_it_lacks(tmp_path, clean_host, monkeypatch):
     records = tmp_path / "e.jsonl"
-    exp = E.load(_params(tmp_path, data_paths=["direct"]))
-    real, calls = E._one, []
+    exp = _load(_params(tmp_path, data_paths=["direct"]))
+    real, calls = tcp.run_step, []
 
-    def interrupted_at_third(lab, exp, step):
+    def interrupted_at_third(lab, at, grid, step):
         calls.append(step)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return real(lab, exp, step)
+        return real(lab, at, grid, step)
 
-    monkeypatch.setattr(E, "_one", interrupted_at_third)
+    monkeypatch.setattr(tcp, "run_step", interrupted_at_third)
     monkeypatch.delenv("NFVLAB_FRESH_RUN", raising=False)
     with pytest.raises(KeyboardInterrupt):
-        E.run_cni_experiment(exp, records, progress=False)
+        X.run_experiment(exp, records, progress=False)
     assert cni_residue() == NO_RESIDUE
     first = runs_frame(records)
     assert list(first["status"]) == ["interrupted"] and list(first["measurements"]) == [2]
     calls.clear()
-    monkeypatch.setattr(E, "_one", lambda lab, exp, step: (calls.append(step), real(lab, exp, step))[1])
-    run_id = E.run_cni_experiment(exp, records, progress=False)
+    monkeypatch.setattr(tcp, "run_step", lambda lab, at, grid, step: (calls.append(step), real(lab, at, grid, step))[1])
+    run_id = X.run_experiment(exp, records, progress=False)
     assert calls == [(1, "tcp", "node-pod", None), (1, "http", "host-service", 1000)]
     assert run_id == first["run_id"].iloc[0]
     keys = [(m["labels"]["repetition"], m["tool"]) for m in read_records(records) if m["type"] == "measurement"]
     assert keys == [(0, "iperf3"), (0, "wrk"), (1, "iperf3"), (1, "wrk")]
     # Completed now: the same params again make a fresh run.
     monkeypatch.setenv("NFVLAB_FRESH_RUN", "1")
-    assert E._interrupted(records, read_records(records)[0]["params"]["fingerprint"]) is None
+    assert X.interrupted_run(records, read_records(records)[0]["params"]["fingerprint"], X.TOOL_RUN_DONE) is None
     assert cni_residue() == NO_RESIDUE
 
 
 def test_segmentation_offload_label_follows_the_params(tmp_path):
-    on = E.load(_params(tmp_path, segmentation_offload=True))
-    assert on.dump()["segmentation_offload"] is True
-    assert E._labels(next(on.grid.paths()), (0, "tcp", "node-pod", None), True)["segmentation_offload"] is True
+    on = _load(_params(tmp_path, segmentation_offload=True))
+    assert on.model_dump()["segmentation_offload"] is True
+    (scenario, _ipip) = X.cni_scenarios(on)
+    assert step_labels(scenario, (0, "tcp", "node-pod", None))["segmentation_offload"] is True
+    off = _load(_params(tmp_path))
+    assert step_labels(X.cni_scenarios(off)[0], (0, "tcp", "node-pod", None))["segmentation_offload"] is False
 
 
 def _notebook(tmp_path, overrides: dict) -> tuple[subprocess.CompletedProcess, Path, Path]:
@@ -190,6 +207,49 @@ def test_the_notebook_runs_a_tiny_grid_and_ends_with_tables_figures_and_claims(t
 def test_the_notebook_refuses_a_bad_grid_in_one_line_before_any_lab(tmp_path):
     r, _out_nb, records = _notebook(tmp_path, {"wrk": {"file_bytes": [0]}})
     assert r.returncode != 0
-    assert "CniConfigError: params/quick/experiment_e.yaml (with overrides): wrk.file_bytes=0: give an integer " \
+    assert "ParamsError: params/quick/experiment_e.yaml (with overrides): wrk: file_bytes=0: give an integer " \
            "1..100000000" in r.stderr
     assert not records.exists()
+
+
+# -- the Kubernetes lab through the same seam ------------------------------------------------------
+
+def _k8s(monkeypatch, nodes: dict[str, list[str]]):
+    """The Kubernetes backend of params/lab.kubernetes.yaml with the cluster's answers given: ``nodes``
+    (pod -> Ready nodes it may go to); nothing else is asked of a cluster."""
+    from nfvlab.labs.kubernetes import KubernetesLab
+
+    k8s = KubernetesLab(P.load(REPO / "params/lab.kubernetes.yaml", P.LabParams))
+    monkeypatch.setattr(k8s, "ready", lambda: [])
+    monkeypatch.setattr(k8s, "describe", lambda: {"lab_kind": "kubernetes"})
+    monkeypatch.setattr(k8s, "nodes_for", lambda pod, node=None: [{"metadata": {"name": n}} for n in nodes[pod]])
+    return k8s
+
+
+def test_the_kubernetes_lab_says_in_one_line_why_a_single_node_cluster_cannot_realize_a_data_path(monkeypatch):
+    sc = CniScenario(CniPath("vxlan", 3000))
+    one = _k8s(monkeypatch, {"pod1": ["nfvlab"], "pod2": ["nfvlab"]})
+    assert one.check(sc) == ["vxlan@3000 cannot run on this cluster: it needs pod1 and pod2 on two different Ready "
+                             "nodes; pod1 may go to nfvlab, pod2 to nfvlab (kubernetes.node, kubernetes.placement)"]
+    assert one.mtu(sc) == 3000
+    with pytest.raises(LabError, match="^vxlan@3000 cannot run on this cluster: it needs pod1 and pod2"):
+        with one.open(sc):
+            pass
+    two = _k8s(monkeypatch, {"pod1": ["n1", "n2"], "pod2": ["n1"]})  # n2 and n1: two nodes, still not nfvlab's
+    (why,) = two.check(sc)
+    assert why.startswith("vxlan@3000 cannot run on this cluster: on a cluster the data path and the link MTU are "
+                          "the primary CNI's") and "\n" not in why
+
+
+def test_on_the_kubernetes_lab_every_path_and_mtu_is_a_not_realizable_note(tmp_path, monkeypatch):
+    monkeypatch.setenv("NFVLAB_LOCK_WAIT_S", "900")  # the host lock: another test's lab may hold it
+    records = tmp_path / "e.jsonl"
+    k8s = _k8s(monkeypatch, {"pod1": ["nfvlab"], "pod2": ["nfvlab"]})
+    X.run_experiment(_load(_params(tmp_path, link_mtus_bytes=[1500, 9000])), records, backend=k8s, progress=False)
+    recs = read_records(records)
+    assert [r["type"] for r in recs] == ["run", "note", "note", "note", "note", "end"]
+    assert [(n["labels"], n["text"].split(": it needs")[0]) for n in recs[1:-1]] == [
+        ({"kind": "not-realizable", "data_path": p, "link_mtu_bytes": m},
+         f"not realizable: {p}@{m} cannot run on this cluster")
+        for p in ("direct", "ipip") for m in (1500, 9000)]
+    assert recs[0]["provenance"]["lab"]["lab_kind"] == "kubernetes" and recs[-1]["status"] == "completed"

@@ -33,3 +33,14 @@ def test_trex_ports_need_the_duts_macs_and_use_them_per_direction():
     a, b = lab.streams()
     assert (a.tx.iface, a.rx.iface, a.smac, a.dmac) == ("0", "3", "02:00:00:00:00:01", "02:00:00:00:0d:01")
     assert (b.tx.iface, b.rx.iface, b.smac, b.dmac) == ("3", "0", "02:00:00:00:00:04", "02:00:00:00:0d:02")
+
+
+def test_experiment_es_data_paths_are_never_realized_on_user_named_ports():
+    from nfvlab.scenario.cni import CniPath, CniScenario
+
+    lab = ExternalPorts(["trex:0", "trex:1"], ["02:00:00:00:00:aa", "02:00:00:00:00:bb"])
+    sc = CniScenario(CniPath("direct", 1500))
+    (why,) = lab.check(sc)
+    assert why.startswith("direct@1500: user-named ports are a data path built outside nfvlab")
+    with pytest.raises(LabError, match="^direct@1500: user-named ports"), lab.open(sc):
+        pass

@@ -13,7 +13,7 @@ import yaml
 
 from conftest import REPO, nfvlab_cli
 from nfvlab import results
-from nfvlab.records import runs_frame, trials_frame
+from nfvlab.records import read_records, runs_frame, trials_frame
 
 TINY = {"models": ["host-routing", "sriov"], "repetitions": 1, "traffic": {"frame_sizes": [256]},
         "trial": {"duration_s": 0.3}, "latency_load_fractions": [0.0],
@@ -34,7 +34,9 @@ def tiny_params(tmp_path, **changes):
     (["ab", "--params", "params/quick/experiment_a.yaml"], "experiment 'ab': give its letter"),
     (["a", "--params", "params/quick/experiment_a.yaml", "--local-cluster"],
      "--local-cluster: params/lab.yaml: kind is 'embedded'"),
-    (["e", "--params", "params/quick/experiment_e.yaml", "--local-cluster"], "experiment e runs on the embedded"),
+    (["e", "--params", "params/quick/experiment_e.yaml", "--local-cluster"],
+     "--local-cluster: params/lab.yaml: kind is 'embedded'"),
+    (["e", "--params", "params/quick/experiment_a.yaml"], "params/quick/experiment_a.yaml: models: unknown key"),
     (["a", "--params", "params/nope.yaml"], "--params params/nope.yaml: no such file"),
     (["a", "--params", "params/quick/experiment_a.yaml", "--lab-profile", "params/nope.yaml"],
      "--lab-profile params/nope.yaml: no such file"),
@@ -60,6 +62,23 @@ def test_without_a_local_cluster_every_configuration_is_recorded_not_realizable(
     assert sorted(nr["model"]) == ["macvlan", "vpp"]
     assert all(x.startswith("no local Kubernetes cluster can run here: ") for x in nr["reason"]), list(nr["reason"])
     assert results.searches_frame(records).empty
+
+
+def test_without_a_local_cluster_every_path_and_mtu_of_e_is_recorded_not_realizable(tmp_path):
+    env = {**os.environ, "NFVLAB_CACHE": str(tmp_path / "cache")}  # no cluster binaries: no cluster
+    records = tmp_path / "e.jsonl"
+    r = subprocess.run([sys.executable, "-m", "nfvlab", "experiment", "run", "e", "--params",
+                        "params/quick/experiment_e.yaml", "--lab-profile", "params/lab.kubernetes.yaml",
+                        "--local-cluster", "--records", str(records)],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    recs = read_records(records)
+    assert [r["type"] for r in recs] == ["run", *["note"] * 6, "end"]  # quick: direct, vxlan, ipip x 1500, 9000
+    assert [(n["labels"]["data_path"], n["labels"]["link_mtu_bytes"]) for n in recs[1:-1]] == [
+        (p, m) for p in ("direct", "vxlan", "ipip") for m in (1500, 9000)]
+    for n in recs[1:-1]:
+        assert n["labels"]["kind"] == "not-realizable", n
+        assert n["text"].startswith("not realizable: no local Kubernetes cluster can run here: "), n["text"]
 
 
 @pytest.mark.lab

@@ -1,4 +1,4 @@
-"""The lab-backend protocol: realize a :class:`~nfvlab.scenario.Scenario`, hand out its ports.
+"""The lab-backend protocol: realize a scenario, hand out its ports (or its endpoints).
 
     backend = nfvlab.labs.backend_for(lab_params)
     reasons = backend.check(scenario)          # creates nothing
@@ -8,19 +8,26 @@
 
 Implementations: the embedded lab (:mod:`nfvlab.labs.embedded`: network
 namespaces on this host), user-named ports (:mod:`nfvlab.labs.external`), and a
-Kubernetes cluster (:mod:`nfvlab.labs.kubernetes`). SIGTERM is :class:`nfvlab.system.signals.Terminated`
-(re-exported here). Measurement code only ever sees this protocol.
+Kubernetes cluster (:mod:`nfvlab.labs.kubernetes`). A scenario is a catalogue model's
+:class:`~nfvlab.scenario.Scenario` (a generator's streams through it) or experiment E's
+:class:`~nfvlab.scenario.cni.CniScenario` (two nodes, a pod on each, one CNI data path: its
+session hands out :attr:`LabSession.endpoints` and a tracker that runs tools). SIGTERM is
+:class:`nfvlab.system.signals.Terminated` (re-exported here). Measurement code only ever sees this protocol.
 """
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Optional, Protocol, runtime_checkable
+from typing import Optional, Protocol, Union, runtime_checkable
 
 from nfvlab.scenario import Scenario, Stream
+from nfvlab.scenario.cni import CniScenario, Endpoint
 from nfvlab.system.signals import Terminated
 
-__all__ = ["LabBackend", "LabError", "LabSession", "ProcessTracker", "Terminated"]
+__all__ = ["AnyScenario", "LabBackend", "LabError", "LabSession", "ProcessTracker", "Terminated"]
+
+AnyScenario = Union[Scenario, CniScenario]
+"""What a backend realizes: a model's data path for a generator, or experiment E's two-node CNI data path."""
 
 
 class LabError(RuntimeError):
@@ -47,6 +54,9 @@ class LabSession:
     """The lab's own threads that compete for CPU (pod forwarders, vSwitch control threads, a
     noisy neighbour), role -> CPUs (empty: any CPU); a generator that never yields its CPU
     (the XDP TX path) is used only where none of them may run."""
+    endpoints: dict[str, Endpoint] = field(default_factory=dict)
+    """A :class:`~nfvlab.scenario.cni.CniScenario`'s roles (:data:`~nfvlab.scenario.cni.ROLES`): where
+    tools run and what they connect to; ``tracker`` then also spawns them (make_run_dir, spawn)."""
 
 
 @runtime_checkable
@@ -59,15 +69,15 @@ class LabBackend(Protocol):
         an error of the invocation, not a property of a scenario; creates nothing."""
         ...
 
-    def check(self, scenario: Scenario) -> list[str]:
+    def check(self, scenario: AnyScenario) -> list[str]:
         """Why this lab cannot realize ``scenario`` (empty: it can); creates nothing."""
         ...
 
-    def mtu(self, scenario: Scenario) -> int:
+    def mtu(self, scenario: AnyScenario) -> int:
         """Largest IP MTU every port of ``scenario``'s data path carries here, bytes."""
         ...
 
-    def open(self, scenario: Scenario) -> AbstractContextManager[LabSession]:
+    def open(self, scenario: AnyScenario) -> AbstractContextManager[LabSession]:
         """Build ``scenario``; yield its session; tear everything down on exit (any exit)."""
         ...
 

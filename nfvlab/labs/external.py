@@ -19,6 +19,7 @@ from typing import Iterator, Optional
 
 from nfvlab.labs.base import LabError, LabSession
 from nfvlab.scenario import Port, Scenario, Stream
+from nfvlab.scenario.cni import CniScenario
 from nfvlab.scenario.topology import default_ips
 from nfvlab.system import netns as nl
 
@@ -67,14 +68,17 @@ class ExternalPorts:
             return ["traffic needs root (raw sockets in network namespaces): run as root or with sudo"]
         return []
 
-    def check(self, scenario: Scenario) -> list[str]:
+    def check(self, scenario: Scenario | CniScenario) -> list[str]:
+        if isinstance(scenario, CniScenario):
+            return [f"{scenario.label}: user-named ports are a data path built outside nfvlab; experiment E's two "
+                    "nodes, pods and CNI data path are built by the embedded lab (or a cluster)"]
         not_ready = self.ready()
         if not_ready or self.generator_ports:
             return not_ready
         return [f"--port {p}: no interface {p.iface!r} in network namespace {p.ns!r}"
                 for p in self.ports if not nl.link_exists(p.ns, p.iface)]
 
-    def mtu(self, scenario: Scenario) -> int:
+    def mtu(self, scenario: Scenario) -> int:  # never asked for a CniScenario: check() refuses every one
         if self.generator_ports:
             return GENERATOR_PORT_MTU
         return min(nl.link_mtu(p.ns, p.iface) for p in self.ports)

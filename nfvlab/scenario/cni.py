@@ -1,9 +1,9 @@
 """Experiment E (seed 002, CNI TCP and HTTP benchmarks) as pure data: data paths, MTUs, directions, tools.
 
 Two "nodes" are cabled by one link whose MTU is swept; a pod on each node is reached
-over one of the CNI data paths below. Nothing here touches the host:
-:mod:`nfvlab.labs.embedded.cni` realizes a :class:`CniPath`, :mod:`nfvlab.traffic.tcp`
-drives iperf3 and wrk over it.
+over one of the CNI data paths below. Nothing here touches the host: a lab backend
+(:mod:`nfvlab.labs`) realizes a :class:`CniScenario` (the embedded one as
+:mod:`nfvlab.labs.embedded.cni`), :mod:`nfvlab.traffic.tcp` drives iperf3 and wrk over it.
 
 Every check raises :class:`CniConfigError` with one line naming the field and what
 is allowed, so bad input is refused before anything is created.
@@ -23,8 +23,14 @@ __all__ = [
     "CniConfigError",
     "CniGrid",
     "CniPath",
+    "CniScenario",
+    "Endpoint",
     "IperfParams",
+    "ROLES",
+    "Step",
     "WrkParams",
+    "step_labels",
+    "steps",
 ]
 
 #: Bytes a data path adds below the link MTU (outer headers), so pods get ``link MTU - overhead``.
@@ -189,3 +195,58 @@ def _sub(cls, name: str, d: Mapping):
     if unknown:
         raise CniConfigError(f"{name}.{unknown[0]}: unknown key; allowed: {', '.join(sorted(allowed))}")
     return cls(**d)
+
+
+@dataclass(frozen=True)
+class CniScenario:
+    """What a lab backend realizes for experiment E: two nodes, a pod on each, one data path, the service."""
+
+    path: CniPath
+    segmentation_offload: bool = False
+    """TSO/GSO stay on (True) or are switched off on every node and pod interface (docs/experiment-e.md)."""
+    service: bool = True
+    """A ClusterIP-style service (:data:`ROLES` ``service``) DNATed to node2's pod."""
+
+    @property
+    def label(self) -> str:
+        return self.path.label
+
+    def labels(self) -> dict:
+        """Labels of its ``not-realizable`` note (the records' (path, MTU) key)."""
+        return {"data_path": self.path.data_path, "link_mtu_bytes": self.path.link_mtu_bytes}
+
+
+#: Where a realized :class:`CniScenario`'s tools run and connect: the client host, the two pods,
+#: node2 and the service address.
+ROLES: tuple[str, ...] = ("node1", "node2", "pod1", "pod2", "service")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One role of a realized :class:`CniScenario`: the network namespace a tool for it runs in
+    (None: nothing runs there, e.g. the service) and its IPv4 address."""
+
+    ns: str | None
+    address: str
+
+
+#: One tool run of a lab: (repetition, protocol ``tcp``/``http``, direction, file size or None).
+Step = tuple[int, str, str, int | None]
+
+
+def steps(grid: CniGrid) -> list[Step]:
+    """The tool runs of one (path, MTU) lab, in order: per repetition, TCP directions, then HTTP x sizes."""
+    out: list[Step] = []
+    for rep in range(grid.repetitions):
+        out += [(rep, "tcp", d, None) for d in grid.tcp_directions]
+        out += [(rep, "http", d, size) for d in grid.http_directions for size in grid.wrk.file_bytes]
+    return out
+
+
+def step_labels(scenario: CniScenario, step: Step) -> dict:
+    """The labels of one tool run's ``measurement`` record (docs/records.md)."""
+    rep, proto, direction, size = step
+    p = scenario.path
+    return {"data_path": p.data_path, "link_mtu_bytes": p.link_mtu_bytes, "pod_mtu_bytes": p.pod_mtu_bytes,
+            "protocol": proto, "direction": direction, "file_bytes": size, "repetition": rep,
+            "segmentation_offload": scenario.segmentation_offload}

@@ -22,7 +22,7 @@ from typing import Protocol
 
 import pandas as pd
 
-from nfvlab.scenario.cni import IperfParams, WrkParams
+from nfvlab.scenario.cni import CniGrid, Endpoint, IperfParams, Step, WrkParams
 from nfvlab.system import signals
 
 __all__ = [
@@ -33,10 +33,13 @@ __all__ = [
     "WrkResult",
     "parse_iperf3",
     "parse_wrk",
+    "outcome",
     "results_frame",
     "run_iperf3",
+    "run_step",
     "run_wrk",
     "start_nginx",
+    "tool_versions",
 ]
 
 IPERF_PORT = 5201
@@ -260,3 +263,42 @@ def run_wrk(lab: Spawner, *, client_ns: str, url: str, params: WrkParams | None 
                         "-d", f"{params.duration_s:g}s", "-s", str(script), url],
                        client_ns, timeout_s=params.duration_s + 20)
     return parse_wrk(text)
+
+
+# -- experiment E's tool runs on a realized CNI scenario ------------------------------------------
+
+def run_step(lab: Spawner, at: dict[str, Endpoint], grid: CniGrid,
+             step: Step) -> tuple[str, IperfResult | WrkResult]:
+    """One tool run of experiment E (:func:`nfvlab.scenario.cni.steps`): ``(tool, result)``.
+
+    ``at``: the realized scenario's roles (:data:`nfvlab.scenario.cni.ROLES`). TCP: iperf3 from
+    node1 (``node-pod``) or pod1 (``pod-pod``) to pod2; HTTP: wrk from pod1 (``pod-pod``) or node1
+    against nginx in pod2 (:func:`start_nginx`), directly or through the service (``host-service``).
+    """
+    _rep, proto, direction, size = step
+    client = at["pod1" if direction == "pod-pod" else "node1"].ns
+    if proto == "tcp":
+        return "iperf3", run_iperf3(lab, server_ns=at["pod2"].ns, server_ip=at["pod2"].address, client_ns=client,
+                                    params=grid.iperf)
+    target = at["service" if direction == "host-service" else "pod2"].address
+    return "wrk", run_wrk(lab, client_ns=client, url=f"http://{target}/{file_name(size)}", params=grid.wrk)
+
+
+def outcome(tool: str, result: IperfResult | WrkResult) -> str:
+    """A tool run's result in a progress line."""
+    if tool == "iperf3":
+        return f"{result.goodput_bps / 1e9:.2f} Gbit/s, {result.retransmits} retransmits"
+    return f"{result.requests_per_s:,.0f} requests/s, {result.transfer_bytes_per_s * 8 / 1e9:.2f} Gbit/s"
+
+
+def tool_versions() -> dict[str, str]:
+    """First line of each tool's version output (provenance); "unknown" where a tool does not say."""
+    out = {}
+    for tool, argv in (("iperf3", ["iperf3", "--version"]), ("wrk", ["wrk", "-v"]), ("nginx", ["nginx", "-v"])):
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+            text = (r.stdout.strip() or r.stderr.strip()).splitlines()
+        except (OSError, subprocess.SubprocessError):
+            text = []
+        out[tool] = text[0] if text else "unknown"
+    return out
