@@ -1,10 +1,11 @@
 """Adaptive repetitions: measure more of what an undecided claim needs, until decided or out of budget.
 
 The driver of an adaptive run (the sequential rule is :func:`nfvlab.claims.plan_more`): it owns
-no lab. The caller injects ``measure(config, repetition) -> rate`` (one more repetition of one
-configuration: a search's NDR, an MRR, a tool's rate), the claims (as :mod:`nfvlab.claims` reads
-them) and the budget; :func:`run` returns every value, which repetitions were added at which look
-and why, and why it stopped. The measuring side may import it (it imports :mod:`nfvlab.claims`
+no lab. The caller injects ``measure(added) -> rate`` (one more repetition of one configuration:
+a search's NDR, an MRR, a tool's rate; ``added`` is the :class:`Added` saying which, at which
+look and why, for the record it writes), the claims (as :mod:`nfvlab.claims` reads them) and the
+budget; :func:`run` returns every value, which repetitions were added at which look and why, and
+why it stopped. The measuring side may import it (it imports :mod:`nfvlab.claims`
 only, never the analysis).
 
 Budget: never more than ``plan.max_repetitions`` repetitions of a configuration; and, with
@@ -50,7 +51,7 @@ class Outcome:
     verdicts: list = field(default_factory=list)
 
 
-def run(measure: Callable[[Hashable, int], float], claims: Sequence[tuple[str, Sequence]],
+def run(measure: Callable[[Added], float], claims: Sequence[tuple[str, Sequence]],
         initial: Mapping[Hashable, Sequence[float]], plan: Plan, resolution: Mapping[Hashable, float],
         design: Design = Design(), seconds: Optional[float] = None,
         clock: Callable[[], float] = time.monotonic) -> Outcome:
@@ -59,8 +60,9 @@ def run(measure: Callable[[Hashable, int], float], claims: Sequence[tuple[str, S
     Parameters
     ----------
     measure : callable
-        ``(config, repetition) -> rate``: one more repetition (positive; 0 is read as the caller's
-        detection limit, so pass that instead).
+        ``(added) -> rate``: one more repetition, ``added.repetition`` (0-based) of ``added.config``
+        (positive; pass the detection limit for a 0). Its record should carry ``added.look`` and
+        ``added.reason``.
     claims : list of (kind, spec)
         As :func:`nfvlab.claims.plan_more`: ``("order", chains)`` / ``("equality", pairs)``.
     initial : mapping
@@ -97,10 +99,10 @@ def run(measure: Callable[[Hashable, int], float], claims: Sequence[tuple[str, S
                     stopped = "seconds"
                     break
                 t0 = clock()
-                rep = len(values[config])
-                values[config].append(float(measure(config, rep)))
+                added = Added(config, len(values[config]), look, why)
+                values[config].append(float(measure(added)))
                 longest = max(longest, clock() - t0)
-                out.added.append(Added(config, rep, look, why))
+                out.added.append(added)
             if stopped:
                 break
         if stopped:

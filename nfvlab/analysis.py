@@ -200,10 +200,18 @@ def measured_rates(searches: pd.DataFrame) -> pd.DataFrame:
 
 def samples(data: pd.DataFrame, by: str, levels: Sequence, value: str = "throughput_pps") -> dict:
     """Level -> :class:`nfvlab.claims.Sample` of ``value``, with its ``resolution`` (the largest of
-    the level's rows; 0 without the column, e.g. tool runs)."""
+    the level's rows; 0 without the column, e.g. tool runs). A rate of 0 left (a tool run that
+    moved nothing; searches went through :func:`measured_rates`) is read as below a thousandth of
+    the smallest rate of ``data``, with resolution 0.5: far below, which is what it says."""
+    if "repetition" in data.columns:  # measurement order: a sequential look takes the first n
+        data = data.sort_values("repetition", kind="stable")
     keys = np.array([_key(v) for v in data[by]], dtype=object)
     vals = pd.to_numeric(data[value], errors="coerce").to_numpy(float)
     res = data["resolution"].to_numpy(float) if "resolution" in data.columns else np.zeros(len(data))
+    low = vals <= 0  # a tool rate of 0 (nothing got through): a thousandth of the smallest rate seen
+    if low.any():
+        vals = np.where(low, np.nanmin(vals[vals > 0], initial=1.0) / 1e3, vals)
+        res = np.where(low, 0.5, res)
     out = {}
     for lv in levels:
         hit = keys == _key(lv)
@@ -214,7 +222,7 @@ def samples(data: pd.DataFrame, by: str, levels: Sequence, value: str = "through
 
 def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches: pd.DataFrame, by: str,
                status: dict, design: Optional[claims.Design] = None, kind: str = "order",
-               value: str = "throughput_pps") -> list[dict]:
+               value: str = "throughput_pps", plan: Optional[claims.Plan] = None) -> list[dict]:
     """Rows of the claims table for one claim under one condition.
 
     Parameters
@@ -240,6 +248,10 @@ def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches:
         :func:`nfvlab.claims.order_claim` or :func:`nfvlab.claims.equality_claim`.
     value : str
         The measured rate column (positive).
+    plan : nfvlab.claims.Plan, optional
+        The planned looks of an adaptive run (:func:`nfvlab.claims.sequential_verdict`: the looks
+        replayed on the repetitions in ``repetition`` order); None: a fixed-n run, one look at
+        the full alpha.
 
     Returns
     -------
@@ -263,9 +275,9 @@ def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches:
             return rows
         sep = " > " if kind == "order" else " ~ "
         claim = f"{claim} -- testable part: {'; '.join(sep.join(map(str, c)) for c in chains)}"
-    judge = claims.order_claim if kind == "order" else claims.equality_claim
     data = measured_rates(searches) if value == "throughput_pps" else searches
-    v = judge(samples(data, by, levels, value), chains, design or claims.current_design())
+    v = claims.sequential_verdict(kind, samples(data, by, levels, value), chains, plan or claims.Plan.fixed(),
+                                  design or claims.current_design())
     rows.append({"claim": claim, "condition": condition, **{k: v[k] for k in CLAIM_COLUMNS if k in v}})
     return rows
 

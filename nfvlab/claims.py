@@ -137,6 +137,11 @@ class Plan:
         if not 2 <= self.first <= self.max_repetitions or self.step < 1:
             raise ValueError(f"plan: need 2 <= first <= max_repetitions and step >= 1, got {self}")
 
+    @classmethod
+    def fixed(cls) -> "Plan":
+        """A fixed-n run: one look, at every repetition the data have, at the full alpha."""
+        return cls(2, 1, 2)
+
     def looks(self) -> list[int]:
         """Repetitions per configuration at each look (the last is ``max_repetitions``)."""
         ns = list(range(self.first, self.max_repetitions + 1, self.step))
@@ -486,6 +491,8 @@ def sequential_verdict(kind: str, samples: Mapping[Hashable, Sample], spec: Sequ
     levels = list(dict.fromkeys(v for s in spec for v in s))
     have = min((samples[v].n if v in samples else 0) for v in levels) if levels else 0
     looks = plan.looks()
+    if len(looks) == 1:  # a fixed-n run: every repetition, the full alpha
+        return {**_judge(kind, samples, spec, design, design.alpha, explain), "look": 0, "alpha_look": design.alpha}
     last = max([0] + [k for k, n_k in enumerate(looks) if n_k <= have])
     for k in range(last + 1):
         a_k = plan.alpha_at(k, design.alpha)

@@ -109,10 +109,10 @@ def test_the_old_design_could_not_decide_what_this_one_does():
 
 # --------------------------------------------------------------------------- adaptive repetitions
 def _measurer(rng, means, cv, offset, clock=None, per_rep=0.0):
-    def measure(config, repetition):
+    def measure(added):
         if clock is not None:
             clock[0] += per_rep
-        return float(quantized(rng, means[config], cv, 1, offset)[0])
+        return float(quantized(rng, means[added.config], cv, 1, offset)[0])
     return measure
 
 
@@ -162,6 +162,11 @@ def test_adaptive_run_stops_when_decided_and_never_exceeds_its_budget():
             assert out.stopped == "max repetitions" and len(out.values["x"]) == plan.max_repetitions
         for a in out.added:
             assert "x > y undecided" in a.reason and 1 <= a.look
+        # The analysis of the run's records (repetition order, the plan) reaches the runner's verdict.
+        rows = pd.DataFrame([{"model": m, "repetition": i, "throughput_pps": v, "goal_relative_width": WIDTH}
+                             for m, vs in out.values.items() for i, v in enumerate(vs)]).sample(frac=1, random_state=1)
+        row = analysis.claim_rows("sim", "", [["x", "y"]], rows, "model", dict.fromkeys(means, "measured"), plan=plan)
+        assert row[-1]["verdict"] == out.verdicts[0]["verdict"]
     assert decided >= 20
     # A time budget: 1 simulated second per repetition, 5 seconds -> at most 5 added, never more.
     clock = [0.0]
