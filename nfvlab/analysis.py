@@ -18,7 +18,7 @@ from typing import Iterable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from nfvlab import latency, linerate, results, stats
+from nfvlab import claims, latency, linerate, results, stats
 from nfvlab.plots.bars import grouped_bars
 from nfvlab.plots.latency import spectrum_figure
 from nfvlab.plots.output import figure_style, new_figure, save_png
@@ -32,12 +32,15 @@ STAT_COLUMNS = ["status", "n", "mean_pps", "ci_low_pps", "ci_high_pps", "cv", "g
                 "n_irregular"]
 #: How :func:`config_table` states the uncertainty of a throughput (figures say the same).
 THROUGHPUT_INTERVAL = "95 % Student-t interval of the mean over repetitions"
-CLAIM_COLUMNS = ["claim", "condition", "verdict", "pair", "test", "p_adjusted", "effect_size",
-                 "effect_size_kind", "n", "detail"]
-"""Columns of a claims table: one row per claim and condition; ``verdict`` is one of
-:data:`nfvlab.stats.VERDICTS`; ``pair``/``test``/``p_adjusted`` (Holm over the claim's
-pairs)/``effect_size`` (positive: the claimed larger level is larger)/``n`` describe the
-pair that decided the verdict; ``detail`` lists every pair."""
+CLAIM_COLUMNS = ["claim", "condition", "verdict", "reason", "pair", "test", "p_adjusted", "effect_size",
+                 "effect_size_kind", "n", "mde", "n_needed", "detail"]
+"""Columns of a claims table (:mod:`nfvlab.claims`): one row per claim and condition; ``verdict`` is one
+of :data:`nfvlab.claims.VERDICTS` and ``reason`` says why in one sentence; ``pair``/``test``/``p_adjusted``
+(Holm over the claim's tests)/``effect_size`` (ratio of geometric means - 1, positive: the claimed
+larger level is larger)/``n`` describe the pair that decided the verdict; for an inconclusive claim
+``mde`` (the smallest ratio - 1 detectable at this n, 80 % power) and ``n_needed`` (repetitions per
+configuration that would likely decide it; empty: more than the design's ``n_max``); ``detail`` lists
+every pair."""
 
 
 def _key(value):
@@ -165,22 +168,61 @@ def beside(table: pd.DataFrame, published: pd.DataFrame, on: dict[str, str], val
     return out
 
 
-def _chains_text(chains: Sequence[Sequence]) -> str:
-    return "; ".join(" > ".join(map(str, c)) for c in chains)
+def measured_rates(searches: pd.DataFrame) -> pd.DataFrame:
+    """Search rows ready for the claims: a ``resolution`` column, and no rate of 0.
+
+    ``resolution`` is the relative width within which the value is known
+    (:class:`nfvlab.claims.Sample`): the search's goal width ``goal_relative_width`` (RFC 9971
+    ``relative_width``) for NDR/PDR searches; for a measured rate without one (MRR) one packet
+    per trial, ``1 / (throughput_pps * trial_seconds)``, at most 0.5. A rate of 0 (nothing
+    forwarded) is set to the detection limit, one packet per trial (``1 / trial_seconds``; 1 pps
+    when the duration is not recorded), with resolution 0.5: the claims compare ratios, and
+    "below one packet per trial" is what a 0 measured. Frames that already have ``resolution``
+    are returned unchanged. Tables show the recorded values; only the claims use these.
+    """
+    if "resolution" in searches.columns:
+        return searches
+    out = searches.copy()
+    pps = pd.to_numeric(out["throughput_pps"], errors="coerce").to_numpy(float)
+    secs = (pd.to_numeric(out["trial_seconds"], errors="coerce").to_numpy(float) if "trial_seconds" in out.columns
+            else np.full(len(out), np.nan))
+    secs = np.where(np.isfinite(secs) & (secs > 0), secs, 1.0)
+    width = (pd.to_numeric(out["goal_relative_width"], errors="coerce").to_numpy(float)
+             if "goal_relative_width" in out.columns else np.full(len(out), np.nan))
+    zero = pps <= 0
+    pps = np.where(zero, 1.0 / secs, pps)
+    with np.errstate(divide="ignore"):
+        count = np.minimum(0.5, 1.0 / (pps * secs))
+    out["throughput_pps"] = pps
+    out["resolution"] = np.where(zero, 0.5, np.where(np.isfinite(width), width, count))
+    return out
 
 
-def _verdict(searches: pd.DataFrame, by: str, chains: Sequence[Sequence]) -> dict:
-    """The claim's verdict from one :func:`nfvlab.stats.compare` over its adjacent pairs (Holm over them)."""
-    pairs = list(dict.fromkeys((hi, lo) for c in chains for hi, lo in zip(c, c[1:])))
-    levels = list(dict.fromkeys(v for c in chains for v in c))
-    sub = searches[searches[by].isin(levels)]
-    comp = stats.compare(sub, by, "throughput_pps", groups=pairs)
-    v = stats.claim_verdict(comp, chains)
-    return {k: v[k] for k in CLAIM_COLUMNS if k in v}
+def samples(data: pd.DataFrame, by: str, levels: Sequence, value: str = "throughput_pps") -> dict:
+    """Level -> :class:`nfvlab.claims.Sample` of ``value``, with its ``resolution`` (the largest of
+    the level's rows; 0 without the column, e.g. tool runs). A rate of 0 left (a tool run that
+    moved nothing; searches went through :func:`measured_rates`) is read as below a thousandth of
+    the smallest rate of ``data``, with resolution 0.5: far below, which is what it says."""
+    if "repetition" in data.columns:  # measurement order: a sequential look takes the first n
+        data = data.sort_values("repetition", kind="stable")
+    keys = np.array([_key(v) for v in data[by]], dtype=object)
+    vals = pd.to_numeric(data[value], errors="coerce").to_numpy(float)
+    res = data["resolution"].to_numpy(float) if "resolution" in data.columns else np.zeros(len(data))
+    low = vals <= 0  # a tool rate of 0 (nothing got through): a thousandth of the smallest rate seen
+    if low.any():
+        vals = np.where(low, np.nanmin(vals[vals > 0], initial=1.0) / 1e3, vals)
+        res = np.where(low, 0.5, res)
+    out = {}
+    for lv in levels:
+        hit = keys == _key(lv)
+        w = float(np.nanmax(res[hit], initial=0.0))
+        out[lv] = claims.Sample(vals[hit], w)
+    return out
 
 
 def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches: pd.DataFrame, by: str,
-               status: dict) -> list[dict]:
+               status: dict, design: Optional[claims.Design] = None, kind: str = "order",
+               value: str = "throughput_pps", plan: Optional[claims.Plan] = None) -> list[dict]:
     """Rows of the claims table for one claim under one condition.
 
     Parameters
@@ -190,14 +232,26 @@ def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches:
     condition : str
         The fixed factors, e.g. ``"numa=s1, 1518 B"``.
     chains : list of level lists
-        Orders the claim asserts, each from the expected largest to the smallest
-        (``[["exclusive", "shared", "none"]]``; ``[["s1", "s2"], ["s1", "s4"]]``).
+        ``kind="order"``: orders the claim asserts, each from the expected largest to the
+        smallest (``[["exclusive", "shared", "none"]]``; ``[["s1", "s2"], ["s1", "s4"]]``).
+        ``kind="equality"``: the ``(a, b)`` pairs claimed about equal.
     searches : pandas.DataFrame
-        Search rows under ``condition`` (goal already chosen).
+        Rows under ``condition`` (goal already chosen): search rows, or any rows with ``value``.
     by : str
         The factor column the levels belong to.
     status : dict
         Level -> ``status`` of the table (``measured`` or why not).
+    design : nfvlab.claims.Design, optional
+        Alpha, margins and power (default :func:`nfvlab.claims.current_design`: ``params/claims.yaml``'s
+        values, or the design ``nfvlab analyze --claims`` put in force).
+    kind : {"order", "equality"}
+        :func:`nfvlab.claims.order_claim` or :func:`nfvlab.claims.equality_claim`.
+    value : str
+        The measured rate column (positive).
+    plan : nfvlab.claims.Plan, optional
+        The planned looks of an adaptive run (:func:`nfvlab.claims.sequential_verdict`: the looks
+        replayed on the repetitions in ``repetition`` order); None: a fixed-n run, one look at
+        the full alpha.
 
     Returns
     -------
@@ -214,13 +268,17 @@ def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches:
     if missing:
         why = "; ".join(f"{v}: {status.get(v, 'not in the experiment')}" for v in missing)
         rows.append({"claim": claim, "condition": condition, "verdict": "not testable", "n": 0,
-                     "detail": f"on this host: {why}"})
+                     "reason": "a configuration it needs was not measured", "detail": f"on this host: {why}"})
         chains = list(dict.fromkeys(tuple(v for v in c if v not in missing) for c in chains))
         chains = [c for c in chains if len(c) >= 2]
         if not chains:
             return rows
-        claim = f"{claim} -- testable part: {_chains_text(chains)}"
-    rows.append({"claim": claim, "condition": condition, **_verdict(searches, by, chains)})
+        sep = " > " if kind == "order" else " ~ "
+        claim = f"{claim} -- testable part: {'; '.join(sep.join(map(str, c)) for c in chains)}"
+    data = measured_rates(searches) if value == "throughput_pps" else searches
+    v = claims.sequential_verdict(kind, samples(data, by, levels, value), chains, plan or claims.Plan.fixed(),
+                                  design or claims.current_design())
+    rows.append({"claim": claim, "condition": condition, **{k: v[k] for k in CLAIM_COLUMNS if k in v}})
     return rows
 
 
@@ -307,9 +365,10 @@ def metric_values(table: pd.DataFrame, keys: list[str], unit: str, prefix: str =
             for r in table.itertuples() if r.status == "measured" and not np.isnan(r.mean_pps)}
 
 
-def claim_counts(claims: pd.DataFrame) -> dict:
-    v = claims["verdict"]
-    return {f"claims/{name.replace(' ', '_')}": int((v == name).sum()) for name in stats.VERDICTS}
+def claim_counts(table: pd.DataFrame) -> dict:
+    """DVC metrics ``claims/<verdict>``: how many rows of a claims table have each verdict."""
+    v = table["verdict"]
+    return {f"claims/{name.replace(' ', '_')}": int((v == name).sum()) for name in claims.VERDICTS}
 
 
 def throughput_figure(table: pd.DataFrame, title: str, path: Path, dpi: int = 110) -> Path:

@@ -7,11 +7,9 @@ gives the DVC metrics; :mod:`nfvlab.experiments.e` registers them and
 mean, 95 % Student-t interval of the mean, CV); the claims table has the columns of
 :data:`nfvlab.analysis.CLAIM_COLUMNS` and the same verdicts.
 
-Tests between configurations are Welch's t (``stats.compare(test="welch")``), not A-D's
-automatic choice: iperf3 and wrk give continuous values (no search quantization, which is why
-A-D fall back to Mann-Whitney), and Welch is defined from two repetitions on, where
-Mann-Whitney can never reach significance. "About equal" claims are equivalence tests (TOST,
-two one-sided Welch tests) with the margin :data:`EQUIVALENCE_MARGIN`.
+Claims are judged as A-D's (:func:`nfvlab.analysis.claim_rows`, :mod:`nfvlab.claims`): Welch's t
+on log rates (iperf3 and wrk give continuous values: resolution 0), Holm over a claim's tests;
+"about equal" claims are TOST within the design's ``equivalence_margin`` (``params/claims.yaml``).
 """
 from __future__ import annotations
 
@@ -21,23 +19,19 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats as st
 
 from nfvlab import results, stats
-from nfvlab.analysis import CLAIM_COLUMNS, THROUGHPUT_INTERVAL
+from nfvlab.analysis import CLAIM_COLUMNS, THROUGHPUT_INTERVAL, claim_counts, claim_rows
+from nfvlab.claims import current_design
 from nfvlab.plots.output import figure_style, new_figure, save_png
 
 PathLike = str | Path
 
-__all__ = ["EQUIVALENCE_MARGIN", "TABLE_NAMES", "claims", "figures", "metrics_values", "tables",
+__all__ = ["TABLE_NAMES", "claims", "figures", "metrics_values", "tables",
            "write_experiment"]
 
 #: Tables of experiment E, in report order: ``experiment_e_<name>.csv``.
 TABLE_NAMES = ("tcp", "http", "not_realizable", "claims")
-#: "MTU barely matters", "about the same": the two means differ by less than this fraction of the
-#: reference level's mean, shown by TOST at 5 % (Holm over the claim's pairs).
-EQUIVALENCE_MARGIN = 0.10
-ALPHA = 0.05
 #: Level orders (claims read them; tables sort by them).
 PATH_ORDER = ("direct", "sriov-analogue", "ipip", "vxlan")
 TCP_ORDER = ("node-pod", "pod-pod")
@@ -169,109 +163,19 @@ def not_realizable_table(notes: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------
 # claims
 # ---------------------------------------------------------------------------
-def _row(claim: str, condition: str, **kw) -> dict:
-    return {"claim": claim, "condition": condition, **kw}
-
-
-def _missing(levels: Sequence, status: dict) -> list:
-    return [v for v in levels if status.get(v) != "measured"]
-
-
-def _not_testable(claim: str, condition: str, missing: list, status: dict) -> dict:
-    why = "; ".join(f"{v}: {status.get(v, 'not in the experiment')}" for v in missing)
-    return _row(claim, condition, verdict="not testable", n=0, detail=f"on this host: {why}")
-
-
 def order_rows(claim: str, condition: str, chains: Sequence[Sequence], data: pd.DataFrame, by: str, value: str,
                status: dict) -> list[dict]:
-    """Claim "each chain is in decreasing ``value``": Welch tests of adjacent pairs, Holm, :func:`stats.claim_verdict`.
-
-    Levels not measured (``status`` != ``measured``) give a ``not testable`` row with the reason, then
-    the testable part of the chains (at least two measured levels) is judged. Rows: :data:`CLAIM_COLUMNS`.
-    """
-    levels = list(dict.fromkeys(v for c in chains for v in c))
-    missing = _missing(levels, status)
-    rows = [_not_testable(claim, condition, missing, status)] if missing else []
-    chains = [c for c in (tuple(v for v in ch if v not in missing) for ch in chains) if len(c) >= 2]
-    if not chains:
-        return rows
-    if missing:
-        claim = f"{claim} -- testable part: {'; '.join(' > '.join(map(str, c)) for c in chains)}"
-    pairs = list(dict.fromkeys((hi, lo) for c in chains for hi, lo in itertools.pairwise(c)))
-    comp = stats.compare(data, by, value, groups=pairs, test="welch", alpha=ALPHA)
-    v = stats.claim_verdict(comp, chains)
-    rows.append(_row(claim, condition, **{k: v[k] for k in CLAIM_COLUMNS if k in v}))
-    return rows
-
-
-def tost(a: np.ndarray, b: np.ndarray, margin: float) -> tuple[float, float]:
-    """Equivalence of two means within ``+-margin`` by TOST with Welch's t (Schuirmann 1987).
-
-    Returns ``(p_equivalent, p_different)``: the larger of the two one-sided Welch p-values of
-    ``H0: mean(a) - mean(b) <= -margin`` and ``H0: ... >= +margin`` (small: the difference is
-    inside the margin), and the smaller of the one-sided p-values that the difference lies
-    *beyond* the margin (doubled: either side; small: outside it). Shifting a sample by the
-    margin turns each hypothesis into scipy's one-sided Welch test.
-    """
-    lower = st.ttest_ind(a + margin, b, equal_var=False, alternative="greater").pvalue
-    upper = st.ttest_ind(a - margin, b, equal_var=False, alternative="less").pvalue
-    above = st.ttest_ind(a - margin, b, equal_var=False, alternative="greater").pvalue
-    below = st.ttest_ind(a + margin, b, equal_var=False, alternative="less").pvalue
-    return float(max(lower, upper)), float(min(1.0, 2 * min(above, below)))
+    """Claim "each chain is in decreasing ``value``": :func:`nfvlab.analysis.claim_rows` (order)."""
+    return claim_rows(claim, condition, chains, data, by, status, kind="order", value=value)
 
 
 def equivalence_rows(claim: str, condition: str, pairs: Sequence[tuple], data: pd.DataFrame, by: str, value: str,
-                     status: dict, margin: float = EQUIVALENCE_MARGIN) -> list[dict]:
-    """Claim "each pair's means differ by less than ``margin`` x the second level's mean".
-
-    Per pair: TOST (:func:`tost`); over the claim's pairs Holm-adjusted. ``holds``: every pair
-    shown equivalent; ``contradicted``: some pair shown to differ by more than the margin;
-    ``inconclusive`` otherwise; ``not testable`` for levels without measurements (with the reason)
-    or fewer than 2 repetitions. ``effect_size`` is the relative difference ``mean_a / mean_b - 1``.
-    """
-    levels = list(dict.fromkeys(v for p in pairs for v in p))
-    missing = _missing(levels, status)
-    rows = [_not_testable(claim, condition, missing, status)] if missing else []
-    pairs = [p for p in pairs if not set(p) & set(missing)]
-    if not pairs:
-        return rows
-    ev = []
-    for a, b in pairs:
-        xa = pd.to_numeric(data.loc[data[by] == a, value]).dropna().to_numpy(float)
-        xb = pd.to_numeric(data.loc[data[by] == b, value]).dropna().to_numpy(float)
-        n = int(min(len(xa), len(xb)))
-        rel = float(xa.mean() / xb.mean() - 1) if n and xb.mean() else np.nan
-        p_eq, p_diff = tost(xa, xb, margin * float(xb.mean())) if n >= 2 else (np.nan, np.nan)
-        ev.append({"pair": f"{a} ~ {b}", "n": n, "effect_size": rel, "p_eq": p_eq, "p_diff": p_diff})
-    for key in ("p_eq", "p_diff"):
-        ps = [e[key] for e in ev]
-        ok = [i for i, p in enumerate(ps) if not np.isnan(p)]
-        adj = stats.adjust_pvalues([ps[i] for i in ok], "holm") if ok else []
-        for i, p in zip(ok, adj):
-            ev[i][key] = float(p)
-    for e in ev:
-        e["state"] = ("untestable" if np.isnan(e["p_eq"]) else "equivalent" if e["p_eq"] < ALPHA
-                      else "different" if e["p_diff"] < ALPHA else "undecided")
-    states = [e["state"] for e in ev]
-    if all(s == "untestable" for s in states):
-        verdict, pick = "not testable", ev[0]
-    elif "different" in states:
-        verdict, pick = "contradicted", min((e for e in ev if e["state"] == "different"), key=lambda e: e["p_diff"])
-    elif all(s == "equivalent" for s in states):
-        verdict, pick = "holds", max(ev, key=lambda e: e["p_eq"])
-    else:
-        verdict = "inconclusive"
-        pick = max((e for e in ev if e["state"] != "equivalent"), key=lambda e: np.nan_to_num(e["p_eq"], nan=2.0))
-    p = {"holds": pick["p_eq"], "contradicted": pick["p_diff"]}.get(verdict, pick["p_eq"])
-    detail = "; ".join(
-        f"{e['pair']}: not testable (n = {e['n']})" if e["state"] == "untestable" else
-        f"{e['pair']}: {e['state']} (relative difference {e['effect_size']:+.1%}, p_equivalent = {e['p_eq']:.3g}, "
-        f"p_different = {e['p_diff']:.3g}, n = {e['n']})" for e in ev)
-    rows.append(_row(claim, f"{condition}; margin +-{margin:.0%}", verdict=verdict, pair=pick["pair"],
-                     test="TOST (Welch)" if verdict != "not testable" else None, p_adjusted=p,
-                     effect_size=pick["effect_size"], effect_size_kind="relative difference", n=pick["n"],
-                     detail=detail))
-    return rows
+                     status: dict) -> list[dict]:
+    """Claim "each pair is about equal" (within the design's ``equivalence_margin``, TOST):
+    :func:`nfvlab.analysis.claim_rows` (equality); the margin is added to the condition."""
+    margin = current_design().equivalence_margin
+    return claim_rows(claim, f"{condition}; margin +-{margin:.0%}", pairs, data, by, status, kind="equality",
+                      value=value)
 
 
 def _status_map(table: pd.DataFrame, by: str, **conditions) -> dict:
@@ -292,7 +196,7 @@ def claims(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame) -> pd.DataFra
 
     1. Direct routing beats overlays: TCP goodput direct > vxlan and direct > ipip, per direction and MTU.
     2. Larger MTU helps overlays: goodput increases with the link MTU (adjacent MTUs), per overlay and direction.
-    3. MTU barely matters for direct routing: every MTU within :data:`EQUIVALENCE_MARGIN` of the
+    3. MTU barely matters for direct routing: every MTU within the design's ``equivalence_margin`` (``params/claims.yaml``) of the
        smallest one (TOST), per direction.
     4. IPIP slightly beats VXLAN: ipip > vxlan per direction and MTU (not testable where the kernel
        has no ipip: the reason is in the row).
@@ -361,7 +265,8 @@ def tables(records: PathLike) -> dict[str, pd.DataFrame]:
     """
     m, notes = _inputs(records)
     tcp, http = tcp_table(m, notes), http_table(m, notes)
-    return {"tcp": tcp, "http": http, "not_realizable": not_realizable_table(notes), "claims": claims(m, tcp, http)}
+    return {"tcp": tcp, "http": http, "not_realizable": not_realizable_table(notes),
+            "claims": claims(m, tcp, http)}
 
 
 # ---------------------------------------------------------------------------
@@ -448,6 +353,5 @@ def metrics_values(tabs: dict[str, pd.DataFrame]) -> dict:
         if r.status == "measured":
             out[f"http/{r.data_path}/{r.link_mtu_bytes}/{r.direction}/{r.file_bytes}/requests_per_s"] = round(
                 float(r.mean_rps), 1)
-    v = tabs["claims"]["verdict"]
-    out.update({f"claims/{name.replace(' ', '_')}": int((v == name).sum()) for name in stats.VERDICTS})
+    out.update(claim_counts(tabs["claims"]))
     return out

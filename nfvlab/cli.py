@@ -7,7 +7,7 @@
     nfvlab search (--model M | --port NS:IFACE --port NS:IFACE) --frame-size N --goal ndr [--json]
     nfvlab calibrate [--frame-sizes 64,512,1518] [--json]
     nfvlab experiment run a|b|c|d|e|f --params P --records R [--lab-profile L] [--local-cluster]
-    nfvlab analyze a|b|c|d|e|f --params P --records R --metrics M [--tables DIR] [--figures DIR]
+    nfvlab analyze a|b|c|d|e|f --params P --records R --metrics M [--tables DIR] [--figures DIR] [--claims C]
         [--notebook IN.py --executed OUT.ipynb]
     nfvlab cluster up|run -- CMD|clean|status   the local single-node Kubernetes cluster
     nfvlab figures reference --out figures/reference
@@ -166,6 +166,8 @@ def _build_parser() -> argparse.ArgumentParser:
     an.add_argument("--tables", type=Path, default=Path("data/tables"))
     an.add_argument("--figures", type=Path, default=Path("figures/experiments"))
     an.add_argument("--metrics", type=Path, required=True)
+    an.add_argument("--claims", type=Path, default=None, metavar="FILE",
+                    help="the claims design (params/claims.yaml: alpha, margins, power); default: its values")
     an.add_argument("--notebook", type=Path, default=None,
                     help="also execute this experiment notebook (measure=False) over the records")
     an.add_argument("--executed", type=Path, default=None, help="where the executed notebook goes")
@@ -601,12 +603,25 @@ def cmd_analyze(a) -> int:
         if empty:
             raise CliError(f"--records {shown}: no completed run with results (run the experiment's "
                            "measurement stage first)")
-        paths = experiments.write_experiment(a.experiment, records, models, a.tables, a.figures, a.metrics)
+        paths = experiments.write_experiment(a.experiment, records, models, a.tables, a.figures, a.metrics,
+                                             _claims_design(a))
     except RecordsError as err:
         raise CliError(f"--records {shown}: {err}") from None
     for p in paths:
         print(p)
     return _run_notebook(a)
+
+
+def _claims_design(a):
+    """The :class:`nfvlab.claims.Design` of ``--claims`` (None: the defaults, ``params/claims.yaml``'s values)."""
+    from nfvlab import claims
+
+    if a.claims is None:
+        return None
+    try:
+        return claims.load_design(a.claims)
+    except (OSError, ValueError, TypeError) as err:
+        raise CliError(f"--claims {a.claims}: {err}") from None
 
 
 def _check_notebook_args(a) -> None:

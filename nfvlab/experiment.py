@@ -278,7 +278,10 @@ def _tool_runs(params: CniExperimentParams, backend, scenario: CniScenario, todo
 #: forbids it; tests/test_pipeline.py checks this list against the measurement stages' code).
 #: An edit there neither re-measures nor stops an interrupted run from resuming.
 ANALYSING = ("analysis.py", "analysis_cni.py", "experiments/", "plots/", "report.py", "notebook.py",
-             "notebook_run.py", "results.py", "latency.py", "stats.py", "reference.py")
+             "notebook_run.py", "results.py", "latency.py", "stats.py", "reference.py",
+             # the claims design and its sequential driver: analysis until a measurement stage runs
+             # adaptive repetitions (then they decide what is measured and leave this list)
+             "claims.py", "adaptive.py")
 
 
 def fingerprint(dump: dict) -> str:

@@ -20,7 +20,8 @@ from nfvlab import results
 from nfvlab import experiments
 from nfvlab.analysis import status_kind
 from nfvlab.records import runs_frame
-from nfvlab.stats import VERDICTS
+from nfvlab.claims import EFFECT_KIND as RATIO
+from nfvlab.claims import VERDICTS, current_design
 
 PathLike = Union[str, Path]
 
@@ -61,7 +62,8 @@ CAPTIONS = {
     "tcp": "TCP goodput per data path, link MTU and direction (iperf3, this host)",
     "http": "HTTP requests/s per data path, link MTU, direction and file size (wrk against nginx, this host)",
     "claims": "The draft's claims on this host (verdict: holds / contradicted / inconclusive / not testable, "
-              "with the deciding pair's test, Holm-adjusted p, effect size and n)",
+              "with its reason, the deciding pair's test, Holm-adjusted p, effect (ratio - 1) and n; for an "
+              "inconclusive claim the difference detectable at this n and the repetitions that would decide it)",
 }
 def kubernetes_stem(letter: str) -> str:
     """Records, tables and figures of experiment ``letter`` on the Kubernetes lab (the
@@ -209,13 +211,28 @@ def format_table(table: pd.DataFrame, rate: str = "NDR") -> pd.DataFrame:
         if c == "p_adjusted":
             out["p (Holm)"] = t[c].map(lambda v: "—" if _num(v) is None else f"{float(v):.3g}")
         elif c == "effect_size":
-            out["effect"] = [("—" if _num(v) is None else f"{float(v):+.2f} ({k})")
-                             for v, k in zip(t[c], t.get("effect_size_kind", [""] * len(t)))]
+            out["effect"] = [_effect_text(v, k) for v, k in zip(t[c], t.get("effect_size_kind", [""] * len(t)))]
+        elif c == "mde":
+            out["detectable at this n [ratio - 1]"] = [_effect_text(v, RATIO) for v in t[c]]
+        elif c == "n_needed":
+            out["repetitions that would decide"] = [
+                ("—" if v != "inconclusive" else f"> {current_design().n_max}" if _num(n) is None else _plain(n))
+                for n, v in zip(t[c], t.get("verdict", [""] * len(t)))]
         elif c == "effect_size_kind":
             continue
         else:
             out[_column_name(c)] = t[c].map(_plain)
     return out
+
+
+def _effect_text(value, kind) -> str:
+    """An effect size: ``+12.3 %`` for a ratio - 1 (a factor ``x4.5`` from 2 on), else ``+0.12 (kind)``."""
+    if _num(value) is None:
+        return "—"
+    v = float(value)
+    if kind == RATIO:
+        return f"{v * 100:+.1f} %" if v < 1 else f"x{1 + v:.3g}"
+    return f"{v:+.2f} ({kind})"
 
 
 def split_columns(table: pd.DataFrame, keys: Sequence[str], max_columns: int = MAX_COLUMNS) -> list[pd.DataFrame]:
@@ -380,7 +397,7 @@ def claims_summary(claims: pd.DataFrame) -> pd.DataFrame:
     -------
     pandas.DataFrame
         ``experiment``, one count column per verdict of
-        :data:`nfvlab.stats.VERDICTS` (``holds``, ``contradicted``,
+        :data:`nfvlab.claims.VERDICTS` (``holds``, ``contradicted``,
         ``inconclusive``, ``not testable``), ``total``; a last row ``all``.
     """
     rows = []
@@ -708,14 +725,22 @@ def _claims_sections(tables_dir: Path) -> list[Section]:
     claims = claims_table(tables_dir)
     if claims.empty:
         return [Section("Claims summary", "*Not run yet*: no `experiment_<x>_claims.csv`.", None, [])]
-    text = ("How the draft's claims fare on this host: *holds* (every ordered pair supported, Holm-adjusted "
-            "p < 0.05), *contradicted* (a pair significantly reversed), *inconclusive* (neither), *not "
-            "testable* (a configuration the claim needs cannot run here; the reason is in *detail*).")
-    keep = ["experiment", "claim", "condition", "verdict", "test", "p_adjusted", "effect_size", "effect_size_kind",
-            "n"]
+    d = current_design()
+    text = ("How the draft's claims fare on this host (docs/methodology.md, \"Claims\"; each claim's pairs "
+            "tested with Welch's t on the log rates, the search's goal width counted as measurement "
+            f"uncertainty, Holm-adjusted at {d.alpha:g}): *holds* (every pair larger in the claimed order), "
+            "*contradicted* (a pair significantly reversed, or shown equal within "
+            f"+-{d.order_margin:.0%}: no practical difference; \"about equal\" claims: shown beyond "
+            f"+-{d.equivalence_margin:.0%}), *inconclusive* (neither, at this n: the table gives the smallest "
+            f"difference detectable at this n with {d.power:.0%} power and the repetitions per configuration "
+            "that would likely decide it), *not testable* (a configuration the claim needs cannot run here; "
+            "the reason is in *reason* / *detail*).")
+    keep = ["experiment", "claim", "condition", "verdict", "reason", "p_adjusted", "effect_size", "effect_size_kind",
+            "n", "mde", "n_needed"]
     return [Section("Claims summary", text, styled(claims_summary(claims), "claims_summary"), []),
-            Section("Claims: verdict and p-value per claim", "p (Holm): the deciding pair's Holm-adjusted "
-                    "p-value; \"—\": no test (not testable).",
+            Section("Claims: verdict, reason and what would decide it", "p (Holm): the deciding pair's "
+                    "Holm-adjusted p-value; effect: its ratio of geometric means - 1; \"—\": no test or not "
+                    "inconclusive.",
                     styled(format_table(claims[[c for c in keep if c in claims.columns]]), "claims_all"), [])]
 
 
@@ -748,7 +773,7 @@ def sections(tables_dir: PathLike = "data/tables", figures_dir: PathLike = "figu
     list of Section
         ``(title, text (Markdown), table (Styler) or None, [png paths])``: the
         provenance (from the records) with the scope note, the contents, the
-        claims summary and every claim's verdict and p-value, experiments A to
+        claims summary and every claim's verdict, reason and what would decide it, experiments A to
         D (each: text and figures, every table formatted, latency percentiles,
         changes against the previous run, the count of what has no value; or
         "not run yet"), experiments A and C on two labs, then the published reference

@@ -60,9 +60,14 @@ def test_throughput_table_values_gbps_and_frame_too_large(tmp_path):
     assert big["mean_pps"].isna().all()
 
 
-@pytest.mark.parametrize("ratio,expect", [(3.0, "holds"), (1.5, "contradicted"), (2.0, "inconclusive")])
-def test_memif_far_above_tap_is_judged_against_twice_tap(tmp_path, ratio, expect):
-    p = f_records(tmp_path / "f.jsonl", grid(100_000 * ratio), grid(100_000))
+# Exactly 2x, measured to 0.2 %: memif is shown within 5 % of twice tap -- not "far above" it
+# (contradicted: no practical difference; the old design said inconclusive). 2.06x at 5 % noise,
+# 3 repetitions: neither shown above twice tap nor within 5 % of it.
+@pytest.mark.parametrize("ratio,expect,noise,reps", [(3.0, "holds", 0.002, 6), (1.5, "contradicted", 0.002, 6),
+                                                     (2.0, "contradicted", 0.002, 6),
+                                                     (2.06, "inconclusive", 0.05, 3)])
+def test_memif_far_above_tap_is_judged_against_twice_tap(tmp_path, ratio, expect, noise, reps):
+    p = f_records(tmp_path / "f.jsonl", grid(100_000 * ratio), grid(100_000), noise=noise, reps=reps)
     c = experiments.tables("f", p, [MEMIF, TAP])["claims"]
     for mtu, sizes in SIZES.items():
         for fs in sizes:

@@ -82,6 +82,10 @@ def test_every_shipped_params_file_is_valid():
             P.load(f, special[f.name])
         elif f.name == "experiment_e.yaml":  # E's grid has its own model (CNI data paths, tools)
             P.load(f, P.CniExperimentParams)
+        elif f.name == "claims.yaml":  # the claims design (nfvlab.claims), read by the analysis stages only
+            from nfvlab import claims
+
+            claims.load_design(f)
         else:
             P.load_experiment(f, REPO / "params/lab.yaml")
     for profile in ("quick", "full"):  # every experiment in both profiles

@@ -145,10 +145,27 @@ def test_claims_summary_counts_every_verdict(outputs):
     c = summary[summary["experiment"] == "C"].iloc[0]
     assert c["holds"] >= 1 and c["not testable"] >= 1  # combined 120k > user-space 100k; NUMA needs 2 nodes
     secs = report.sections(outputs / "tables", outputs / "figures")
-    per_claim = _section(secs, "Claims: verdict and p-value").table.data
+    per_claim = _section(secs, "Claims: verdict, reason").table.data
     assert (per_claim.loc[per_claim["verdict"] == "not testable", "p (Holm)"] == "—").all()
     tested = per_claim.loc[per_claim["verdict"] == "holds", "p (Holm)"].astype(float)
     assert (tested < 0.05).all() and len(tested)
+    assert per_claim["reason"].ne("").all()
+    open_ = per_claim["verdict"] == "inconclusive"
+    for col in ("detectable at this n [ratio - 1]", "repetitions that would decide"):
+        assert (per_claim.loc[~open_, col] == "—").all()
+        assert (per_claim.loc[open_, col] != "—").all()
+
+
+def test_claims_table_shows_what_would_decide_an_inconclusive_claim():
+    t = pd.DataFrame({"claim": ["x > y", "x > z", "x > w"], "condition": ["64 B"] * 3,
+                      "verdict": ["inconclusive", "inconclusive", "holds"], "reason": ["r1", "r2", "r3"],
+                      "p_adjusted": [0.2, 0.6, 0.001], "effect_size": [0.08, -0.01, 3.2],
+                      "effect_size_kind": ["ratio - 1"] * 3, "n": [3, 3, 3], "mde": [0.31, 2.5, np.nan],
+                      "n_needed": [9, np.nan, np.nan]})
+    f = report.format_table(t)
+    assert f["effect"].tolist() == ["+8.0 %", "-1.0 %", "x4.2"]
+    assert f["detectable at this n [ratio - 1]"].tolist() == ["+31.0 %", "x3.5", "—"]
+    assert f["repetitions that would decide"].tolist() == ["9", "> 50", "—"]
 
 
 def test_run_changes_flag_the_configuration_that_halved(outputs):
@@ -169,7 +186,7 @@ def test_sections_order_formatting_and_not_run_yet(outputs, tmp_path):
     secs = report.sections(outputs / "tables", outputs / "figures")
     titles = [s.title for s in secs]
     assert titles[:4] == ["Provenance of the local numbers", "Contents", "Claims summary",
-                          "Claims: verdict and p-value per claim"]
+                          "Claims: verdict, reason and what would decide it"]
     assert all(t in secs[1].text for t in ("Claims summary", "Experiment A:", "Experiment D:", "Published"))
     # Local results before the published reference figures.
     first_local = next(i for i, s in enumerate(secs) if s.figures)

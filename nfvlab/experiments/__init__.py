@@ -21,6 +21,7 @@ from typing import Optional
 import pandas as pd
 
 from nfvlab import analysis
+from nfvlab.claims import Design, current_design, use_design
 from nfvlab.experiments.base import Experiment, PathLike
 
 __all__ = ["Experiment", "REGISTRY", "get", "register", "tables", "write_experiment"]
@@ -45,32 +46,36 @@ def get(letter: str) -> Experiment:
         raise ValueError(f"experiment {letter!r}: use one of {', '.join(REGISTRY)}") from None
 
 
-def tables(letter: str, records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
+def tables(letter: str, records: PathLike, models: Optional[list[str]] = None,
+           design: Optional[Design] = None) -> dict[str, pd.DataFrame]:
     """The tables of experiment ``letter``, named as its ``table_names``.
 
-    ``models``: the params file's models (default: every model in the records). A search
-    experiment's ``latency`` table is :func:`nfvlab.analysis.latency_table`.
+    ``models``: the params file's models (default: every model in the records). ``design``: what
+    decides its claims (:class:`nfvlab.claims.Design`; default: :func:`nfvlab.claims.current_design`,
+    i.e. the values of ``params/claims.yaml``), in force while its tables are built.
+    A search experiment's ``latency`` table is :func:`nfvlab.analysis.latency_table`.
     """
     exp = get(letter)
-    out = exp.tables(records, models)
+    with use_design(design or current_design()):
+        out = exp.tables(records, models)
     if "latency" in exp.table_names:
         out = {**out, "latency": analysis.latency_table(records, models)}
     return out
 
 
 def write_experiment(letter: str, records: PathLike, params_models: Optional[list[str]], out_tables: PathLike,
-                     out_figures: PathLike, metrics: PathLike) -> list[Path]:
+                     out_figures: PathLike, metrics: PathLike, design: Optional[Design] = None) -> list[Path]:
     """Write an experiment's tables, figures and metrics; return the paths written.
 
     Files: ``<out_tables>/experiment_<x>_<name>.csv`` for each of its ``table_names``, its
     figures (and the latency spectra of a search experiment) under ``out_figures``, and
-    ``metrics`` (JSON). Same records -> byte-identical files.
+    ``metrics`` (JSON). Same records (and ``design``) -> byte-identical files.
     """
     exp = get(letter)
     out_tables, out_figures = Path(out_tables), Path(out_figures)
     out_tables.mkdir(parents=True, exist_ok=True)
     out_figures.mkdir(parents=True, exist_ok=True)
-    tabs = tables(letter, records, params_models)
+    tabs = tables(letter, records, params_models, design)
     paths = []
     for name in exp.table_names:
         paths.append(out_tables / f"experiment_{letter}_{name}.csv")

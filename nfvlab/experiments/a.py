@@ -82,8 +82,8 @@ EXPERIMENT = Experiment(
     title="Experiment A: networking models x frame sizes (draft Appendix A, Figure 10)",
     text=(
         "Zero-loss throughput (NDR, packets/s per direction) of each container networking model, mean "
-        "over repetitions with a 95 % t-interval, and claim A.2 checked with Welch / Mann-Whitney tests "
-        "(Holm-adjusted)."),
+        "over repetitions with a 95 % t-interval, and claim A.2 checked with Welch's t on log NDR, the "
+        "search's goal width counted as measurement uncertainty (Holm-adjusted; docs/methodology.md)."),
     notebook_title="Experiment A: networking models x frame sizes (draft Appendix A, Figure 10)",
     notebook_text=(
         "Zero-loss throughput (NDR) of each container networking model over frame sizes, and one-way "

@@ -26,8 +26,9 @@ EXPERIMENT = Experiment(
         " to pod, pod to pod) and HTTP with wrk (5 threads, 10 connections) against nginx in the pod, to "
         "the pod and to a ClusterIP-style service (nftables DNAT). Segmentation offloads off, so that "
         "per-packet costs scale with the MTU as on the seed's NIC (`docs/experiment-e.md`). The seed "
-        "publishes figures without tables: only its qualitative claims are compared. Claims use Welch's t"
-        " (orders) and TOST within +/-10 % (\"about equal\", \"barely matters\"), Holm-adjusted."),
+        "publishes figures without tables: only its qualitative claims are compared. Claims are judged as A-D's: "
+        "Welch's t on log rates (orders) and TOST within +/-10 % (\"about equal\", \"barely matters\"), "
+        "Holm-adjusted."),
     notebook_title="Experiment E: CNI data paths, TCP and HTTP (seed 002)",
     notebook_text=(
         "Two \"nodes\" (network namespaces) cabled by one link whose MTU is swept, a pod on each, one CNI "

@@ -10,7 +10,7 @@ import pandas as pd
 
 from nfvlab import linerate, results
 from nfvlab.analysis import (CLAIM_COLUMNS, HOST_ONLY, claim_counts, claim_rows, config_table, first_goal, inputs,
-                             levels, metric_values, select, status_kind, status_of)
+                             levels, measured_rates, metric_values, select, status_kind, status_of)
 from nfvlab.experiments.base import Experiment, PathLike
 from nfvlab.plots.output import figure_style, new_figure, save_png
 from nfvlab.plots.throughput import throughput_vs_frame_size
@@ -33,7 +33,7 @@ DSA_CLAIM = "seed 003: Intel DSA offload of memif copies raises throughput furth
 
 def _scaled(searches: pd.DataFrame, model: str, factor: float, level: str) -> pd.DataFrame:
     """``searches`` with ``model``'s rates times ``factor``, relabelled ``level`` (to test a ratio)."""
-    out = searches.copy()
+    out = measured_rates(searches)
     hit = out["model"] == model
     out.loc[hit, "throughput_pps"] = out.loc[hit, "throughput_pps"] * factor
     out.loc[hit, "model"] = level
@@ -41,8 +41,11 @@ def _scaled(searches: pd.DataFrame, model: str, factor: float, level: str) -> pd
 
 
 def _as_gbps(searches: pd.DataFrame) -> pd.DataFrame:
-    """Searches with ``throughput_pps`` replaced by the L2 rate in Gbit/s (claims in bits, not packets)."""
-    return searches.assign(throughput_pps=searches["throughput_gbps_l2"].astype(float))
+    """:func:`nfvlab.analysis.measured_rates` with ``throughput_pps`` replaced by the L2 rate in Gbit/s
+    (claims in bits, not packets; the relative resolution is the same)."""
+    out = measured_rates(searches)
+    return out.assign(throughput_pps=[linerate.pps_to_gbps(v, fs, 2)
+                                      for v, fs in zip(out["throughput_pps"], out["frame_size"])])
 
 
 def _dsa_devices(records: PathLike) -> Optional[int]:

@@ -1,0 +1,115 @@
+"""Adaptive repetitions: measure more of what an undecided claim needs, until decided or out of budget.
+
+The driver of an adaptive run (the sequential rule is :func:`nfvlab.claims.plan_more`): it owns
+no lab. The caller injects ``measure(added) -> rate`` (one more repetition of one configuration:
+a search's NDR, an MRR, a tool's rate; ``added`` is the :class:`Added` saying which, at which
+look and why, for the record it writes), the claims (as :mod:`nfvlab.claims` reads them) and the
+budget; :func:`run` returns every value, which repetitions were added at which look and why, and
+why it stopped. The measuring side may import it (it imports :mod:`nfvlab.claims`
+only, never the analysis).
+
+Budget: never more than ``plan.max_repetitions`` repetitions of a configuration; and, with
+``seconds``, a repetition is started only if the time spent so far plus the longest repetition
+seen so far fits in ``seconds`` (so the budget is exceeded only by a repetition slower than every
+one before it).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Hashable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from nfvlab.claims import Design, Plan, Sample, plan_more, sequential_verdict
+
+__all__ = ["Added", "Outcome", "run"]
+
+
+@dataclass(frozen=True)
+class Added:
+    """One repetition the driver added: configuration, its 0-based repetition index, the look it
+    prepares (1-based: look 0 is the run's first ``plan.first`` repetitions) and why."""
+
+    config: Hashable
+    repetition: int
+    look: int
+    reason: str
+
+
+@dataclass
+class Outcome:
+    """What :func:`run` did: ``values`` per configuration (in measurement order), ``added``
+    (:class:`Added`, in order), ``stopped`` (``decided``: no claim needs more; ``max repetitions``;
+    ``seconds``: the time budget), ``seconds`` spent and each claim's final ``verdicts``
+    (:func:`nfvlab.claims.sequential_verdict`)."""
+
+    values: dict
+    added: list = field(default_factory=list)
+    stopped: str = "decided"
+    seconds: float = 0.0
+    verdicts: list = field(default_factory=list)
+
+
+def run(measure: Callable[[Added], float], claims: Sequence[tuple[str, Sequence]],
+        initial: Mapping[Hashable, Sequence[float]], plan: Plan, resolution: Mapping[Hashable, float],
+        design: Design = Design(), seconds: Optional[float] = None,
+        clock: Callable[[], float] = time.monotonic) -> Outcome:
+    """Add repetitions to the configurations of undecided claims, look after look.
+
+    Parameters
+    ----------
+    measure : callable
+        ``(added) -> rate``: one more repetition, ``added.repetition`` (0-based) of ``added.config``
+        (positive; pass the detection limit for a 0). Its record should carry ``added.look`` and
+        ``added.reason``.
+    claims : list of (kind, spec)
+        As :func:`nfvlab.claims.plan_more`: ``("order", chains)`` / ``("equality", pairs)``.
+    initial : mapping
+        Configuration -> the rates measured so far (the run's first ``plan.first`` repetitions).
+    plan : nfvlab.claims.Plan
+        Planned looks; ``max_repetitions`` caps every configuration.
+    resolution : mapping
+        Configuration -> relative resolution (the search's goal width; 0 for a continuous rate).
+    design : nfvlab.claims.Design
+        Alpha, margins, power.
+    seconds : float, optional
+        Time budget for the added repetitions (``clock`` seconds).
+    clock : callable
+        Monotonic clock (injected so a test can run on simulated time).
+    """
+    values = {k: list(v) for k, v in initial.items()}
+    out = Outcome(values)
+    start, longest = clock(), 0.0
+
+    def samples() -> dict:
+        return {k: Sample(np.asarray(v, dtype=float), resolution.get(k, 0.0)) for k, v in values.items()}
+
+    look = 0
+    while True:
+        want = plan_more(claims, samples(), plan, design)
+        if not want:  # every claim decided / not testable, or at its last look
+            break
+        look += 1
+        stopped = None
+        for config in sorted(want, key=str):  # deterministic order
+            target, why = want[config]
+            while len(values[config]) < min(target, plan.max_repetitions):
+                if seconds is not None and clock() - start + longest > seconds:
+                    stopped = "seconds"
+                    break
+                t0 = clock()
+                added = Added(config, len(values[config]), look, why)
+                values[config].append(float(measure(added)))
+                longest = max(longest, clock() - t0)
+                out.added.append(added)
+            if stopped:
+                break
+        if stopped:
+            out.stopped = stopped
+            break
+    out.seconds = clock() - start
+    out.verdicts = [sequential_verdict(kind, samples(), spec, plan, design) for kind, spec in claims]
+    if out.stopped == "decided" and any(v["verdict"] == "inconclusive" for v in out.verdicts):
+        out.stopped = "max repetitions"
+    return out
