@@ -42,6 +42,15 @@ CLI_STAGES = {"reference_figures", "calibration", "analysis", "analysis_kubernet
 #: Package data a module reads (C and BPF sources it compiles), as repository paths.
 DATA = {
     "nfvlab.traffic.embedded.binary": ["nfvlab/traffic/embedded/nfvlab_gen.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen.h",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_args.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_frames.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_socket.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_pacing.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_xdp.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_latency.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_count.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_report.c",
                                        "nfvlab/traffic/embedded/nfvlab_count.bpf.c",
                                        "nfvlab/traffic/embedded/nfvlab_count.h",
                                        "nfvlab/traffic/embedded/nfvlab_tx.bpf.c",
