@@ -88,7 +88,8 @@ DISCOVERING = ("nfvlab.experiments",)
 
 def closure(graph, entries) -> set[str]:
     """Modules imported, directly or not, by ``entries`` -- including every package
-    ``__init__`` on the way (it runs whenever a submodule is imported) and its imports."""
+    ``__init__`` on the way (it runs whenever a submodule is imported) and its imports,
+    and the ``__main__`` of such a package (its ``python -m``, counted with it)."""
     out: set[str] = set()
     todo = set(entries)
     while todo:
@@ -101,6 +102,8 @@ def closure(graph, entries) -> set[str]:
         todo |= graph.find_upstream_modules(m)
         if m in DISCOVERING:
             todo |= graph.find_descendants(m)
+        if f"{m}.__main__" in graph.modules:
+            todo.add(f"{m}.__main__")
     return out
 
 
