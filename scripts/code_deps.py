@@ -36,7 +36,8 @@ ENTRIES = {
 #: Stages that execute experiment notebooks (their imports are entries too): the foreach
 #: items of a stage, or the notebooks it runs.
 NOTEBOOK_STAGES = {"analysis": None, "analysis_kubernetes": ["experiment_a"], "analysis_e": ["experiment_e"]}
-#: Stages run through the CLI also depend on it (but not on everything it could import).
+#: Stages run through the CLI also depend on it and its commands (nfvlab/commands/), but not on
+#: everything they could import.
 #: (The measurement stages run ``python -m nfvlab.stage``: a CLI edit never re-measures.)
 CLI_STAGES = {"reference_figures", "calibration", "analysis", "analysis_kubernetes", "analysis_e"}
 #: Package data a module reads (C and BPF sources it compiles), as repository paths.
@@ -147,7 +148,7 @@ def expected() -> dict[str, list[str]]:
                 files |= set(p.rglob("*")) - {x for x in p.rglob("*") if "__pycache__" in x.parts or x.is_dir()} \
                     if p.is_dir() else {p}
         if stage in CLI_STAGES:
-            files.add(REPO / "nfvlab" / "cli.py")
+            files |= {REPO / "nfvlab" / "cli.py", *(REPO / "nfvlab" / "commands").glob("*.py")}
         out[stage] = compress(files)
     return out
 
