@@ -13,7 +13,7 @@ is turned on for it, as veth needs to accept XDP frames) and ``socket``
    out). The ratio is nfvlab / trafgen.
 2. **offered-rate error** of each nfvlab-gen path at 25 / 50 / 90 % of the rate it
    reached: (frames sent / time they took) / rate asked - 1. Slip after a
-   stall (see nfvlab_gen.c, Pacing) shows up here; it is bounded by 1 %.
+   stall (see nfvlab_gen_pacing.c, Pacing) shows up here; it is bounded by 1 %.
    Frames it could not send by the deadline are printed as "unsent" (a trial
    reports them as loss); the target applies to the rates sent in full.
 3. **pacing**: both generators at one common rate (half the lower of the two

@@ -258,8 +258,9 @@ def collect(params: dict | None = None) -> dict:
         ``packages`` (dict of str to str or None)
             Versions of the Debian packages in :data:`PACKAGES`.
         ``generator_source_sha256`` (str)
-            SHA-256 (hex) of ``nfvlab/traffic/embedded/nfvlab_gen.c``; its first 16
-            characters name the compiled generator binary.
+            SHA-256 (hex) of ``nfvlab/traffic/embedded/nfvlab_gen.c``, the generator's
+            main source (not of the other sources it lists: the compiled binary's
+            name, the generator identity's ``version``, covers them all).
         ``params`` (dict or None)
             As given.
     """

@@ -36,12 +36,22 @@ ENTRIES = {
 #: Stages that execute experiment notebooks (their imports are entries too): the foreach
 #: items of a stage, or the notebooks it runs.
 NOTEBOOK_STAGES = {"analysis": None, "analysis_kubernetes": None, "analysis_e": ["experiment_e"]}
-#: Stages run through the CLI also depend on it (but not on everything it could import).
+#: Stages run through the CLI also depend on it and its commands (nfvlab/commands/), but not on
+#: everything they could import.
 #: (The measurement stages run ``python -m nfvlab.stage``: a CLI edit never re-measures.)
 CLI_STAGES = {"reference_figures", "calibration", "analysis", "analysis_kubernetes", "analysis_e"}
 #: Package data a module reads (C and BPF sources it compiles), as repository paths.
 DATA = {
     "nfvlab.traffic.embedded.binary": ["nfvlab/traffic/embedded/nfvlab_gen.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen.h",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_args.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_frames.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_socket.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_pacing.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_xdp.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_latency.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_count.c",
+                                       "nfvlab/traffic/embedded/nfvlab_gen_report.c",
                                        "nfvlab/traffic/embedded/nfvlab_count.bpf.c",
                                        "nfvlab/traffic/embedded/nfvlab_count.h",
                                        "nfvlab/traffic/embedded/nfvlab_tx.bpf.c",
@@ -79,7 +89,8 @@ DISCOVERING = ("nfvlab.experiments",)
 
 def closure(graph, entries) -> set[str]:
     """Modules imported, directly or not, by ``entries`` -- including every package
-    ``__init__`` on the way (it runs whenever a submodule is imported) and its imports."""
+    ``__init__`` on the way (it runs whenever a submodule is imported) and its imports,
+    and the ``__main__`` of such a package (its ``python -m``, counted with it)."""
     out: set[str] = set()
     todo = set(entries)
     while todo:
@@ -92,6 +103,8 @@ def closure(graph, entries) -> set[str]:
         todo |= graph.find_upstream_modules(m)
         if m in DISCOVERING:
             todo |= graph.find_descendants(m)
+        if f"{m}.__main__" in graph.modules:
+            todo.add(f"{m}.__main__")
     return out
 
 
@@ -135,7 +148,7 @@ def expected() -> dict[str, list[str]]:
                 files |= set(p.rglob("*")) - {x for x in p.rglob("*") if "__pycache__" in x.parts or x.is_dir()} \
                     if p.is_dir() else {p}
         if stage in CLI_STAGES:
-            files.add(REPO / "nfvlab" / "cli.py")
+            files |= {REPO / "nfvlab" / "cli.py", *(REPO / "nfvlab" / "commands").glob("*.py")}
         out[stage] = compress(files)
     return out
 

@@ -1,4 +1,4 @@
-"""The embedded generator (nfvlab_gen.c) on real namespaces and veth pairs.
+"""The embedded generator (nfvlab_gen.c and the sources it lists) on real namespaces and veth pairs.
 
 Every test gets a fresh pair of namespaces joined by one veth pair; IPv6 is off
 in them so the kernel sends nothing of its own and interface counters count

@@ -1,4 +1,4 @@
-"""nfvlab-gen's stall accounting (nfvlab_gen.c, Stalls) on real namespaces: what makes a trial invalid.
+"""nfvlab-gen's stall accounting (nfvlab_gen_pacing.c, Stalls) on real namespaces: what makes a trial invalid.
 
 A stall is time the TX loop was not running when its schedule needed it. The
 test hook ``--inject-stall-ms M --inject-stall-at-s T`` stops the loop for M ms

@@ -1,4 +1,4 @@
-"""A real single-node Kubernetes cluster (nfvlab/labs/kubernetes/local_cluster.py) on this host.
+"""A real single-node Kubernetes cluster (nfvlab/labs/kubernetes/local_cluster/) on this host.
 
 Needs root and the binaries of scripts/k8s/build.sh (skipped with the reason otherwise). Every test
 holds the host lab lock from its "before" snapshot to its "after" snapshot, so no lab of another
@@ -16,6 +16,7 @@ import pytest
 
 from conftest import require_cluster
 from nfvlab.labs.kubernetes import local_cluster as kc
+from nfvlab.labs.kubernetes.local_cluster import build, host, network, teardown
 from support import cluster_snapshot as snap
 
 pytestmark = [pytest.mark.lab, pytest.mark.k8s]
@@ -120,19 +121,19 @@ def _gone(fn):
 
 def test_binaries_dir_runs_nothing_and_matches_build_sh():
     """binaries_dir() derives the cache dir from build.sh's pins (what build.sh --print-dir says)."""
-    out = subprocess.run([str(kc.BUILD_SH), "--print-dir"], capture_output=True, text=True,
+    out = subprocess.run([str(build.BUILD_SH), "--print-dir"], capture_output=True, text=True,
                          env={**os.environ}, check=True).stdout.strip()
-    assert out.endswith("/k8s/" + kc.version_key())
+    assert out.endswith("/k8s/" + build.version_key())
     d = kc.binaries_dir()
     if d is not None:
         assert str(d) == out
-        assert (d / "stamp").read_text().startswith(kc.version_key())
+        assert (d / "stamp").read_text().startswith(build.version_key())
 
 
 def test_nf_pod_two_interfaces_hugepages_exclusive_cpu_and_host_restored():
     require_cluster()
     pytest.importorskip("kubernetes", reason="the Python package `kubernetes` (37.0.2) is not installed")
-    hugepages = HUGEPAGES if kc.HUGEPAGES_2M.exists() else 0
+    hugepages = HUGEPAGES if host.HUGEPAGES_2M.exists() else 0
     with kc.host_lock("test_k8s_cluster: NF pod"):
         before = snap.host_snapshot()
         t0 = time.monotonic()
@@ -156,7 +157,7 @@ def _nf_pod_scenario(hugepages: int, t0: float) -> None:
         node = core.read_node(k8s.node_name)
         assert node.status.node_info.kubelet_version == "v1.37.2"
         ips = [a.address for a in node.status.addresses if a.type == "InternalIP"]
-        assert ips == [kc.NODE_IP]
+        assert ips == [network.NODE_IP]
         alloc = node.status.allocatable
         assert alloc["cpu"] == "1900m", alloc          # 2 CPUs minus kubeReserved 100m
         if hugepages:
@@ -201,7 +202,7 @@ def _nf_pod_scenario(hugepages: int, t0: float) -> None:
         assert set(by_if) == {"eth0", "net1"}, status
         assert by_if["eth0"]["ips"] == [running.status.pod_ip]
         assert by_if["net1"]["ips"] == [VF_IP] and by_if["net1"]["name"] == f"{ns}/vf0"
-        assert VF not in kc.link_names()                   # moved into the pod
+        assert VF not in host.link_names()                 # moved into the pod
 
         pid = _container_pid(k8s, "nf", "nf")
         addrs = subprocess.run(["nsenter", "-t", str(pid), "-n", "ip", "-o", "-4", "addr"],
@@ -228,7 +229,7 @@ def _nf_pod_scenario(hugepages: int, t0: float) -> None:
         t = time.monotonic()
         core.delete_namespaced_pod("nf", ns)
         _wait("pod gone", lambda: _gone(lambda: core.read_namespaced_pod("nf", ns)), 60)
-        _wait(f"{VF} back on the host", lambda: VF in kc.link_names(), 30)
+        _wait(f"{VF} back on the host", lambda: VF in host.link_names(), 30)
         _timing("pod_delete_to_gone", time.monotonic() - t)
         assert _mac(VF) == vf_mac
         core.delete_namespace(ns)
@@ -266,9 +267,9 @@ def test_teardown_on_error_deletes_pods_first_and_restores_host():
                     core.create_namespaced_pod("default", pod)
                     _wait("pod Running", lambda: core.read_namespaced_pod(
                         "left-running", "default").status.phase == "Running", 60)
-                    assert VF not in kc.link_names()
+                    assert VF not in host.link_names()
                     1 / 0
-            assert VF in kc.link_names(), "the host-device link did not come back at teardown"
+            assert VF in host.link_names(), "the host-device link did not come back at teardown"
             assert _mac(VF) == vf_mac
         finally:
             subprocess.run(["ip", "link", "del", VF_PEER], capture_output=True)
@@ -299,7 +300,7 @@ def test_kill_9_then_clean_leftovers(what):
     """kill -9 the process driving a cluster (with a running pod), or that process and every
     cluster process (components, shims, containers): clean_leftovers() restores the host."""
     require_cluster()
-    hugepages = 2 if kc.HUGEPAGES_2M.exists() else 0
+    hugepages = 2 if host.HUGEPAGES_2M.exists() else 0
     with kc.host_lock(f"test_k8s_cluster: kill -9 {what}"):
         before = snap.host_snapshot()
         child = subprocess.Popen(
@@ -314,22 +315,22 @@ def test_kill_9_then_clean_leftovers(what):
                     break
             assert out and out[-1].strip() == "READY", "child cluster did not start:\n" + "".join(out[-40:])
             st = json.loads(kc.state_file().read_text())
-            live = kc._processes_of(st["cluster_dir"])
+            live = teardown._processes_of(st["cluster_dir"])
             comms = {c for _, c in snap.component_processes()}
             assert {"etcd", "kube-apiserver", "kubelet", "containerd", "pause"} <= comms, comms
-            assert kc.NODE_LINK in kc.link_names()
+            assert network.NODE_LINK in host.link_names()
 
             os.kill(child.pid, signal.SIGKILL)
             child.wait(10)
             if what == "everything":
-                for pid, _ in live + kc._processes_of(st["cluster_dir"]):
+                for pid, _ in live + teardown._processes_of(st["cluster_dir"]):
                     try:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-                _wait("cluster processes dead", lambda: not kc._processes_of(st["cluster_dir"]), 10)
+                _wait("cluster processes dead", lambda: not teardown._processes_of(st["cluster_dir"]), 10)
             else:
-                assert kc._processes_of(st["cluster_dir"]), "components should outlive their driver"
+                assert teardown._processes_of(st["cluster_dir"]), "components should outlive their driver"
             assert kc.state_file().exists()
 
             t = time.monotonic()

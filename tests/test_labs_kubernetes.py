@@ -1,6 +1,6 @@
 """The Kubernetes lab backend: rendered manifests (offline, strict) and real pods on a real cluster.
 
-The cluster tests start the local single-node cluster of nfvlab/labs/kubernetes/local_cluster.py (real
+The cluster tests start the local single-node cluster of nfvlab/labs/kubernetes/local_cluster/ (real
 kube-apiserver, scheduler, controller-manager, kubelet, containerd, Multus and Debian's CNI
 plugins; built by scripts/k8s/build.sh, skipped with the reason when it is not built), deploy a
 scenario through nfvlab.labs.kubernetes.KubernetesLab and drive real packets through the pod with
@@ -968,7 +968,7 @@ def test_pods_are_placed_by_node_labels_and_the_noisy_neighbour_joins_pod1_on_it
     from nfvlab.traffic.embedded import EmbeddedGenerator
     from nfvlab.trial import run_trial
 
-    from nfvlab.labs.kubernetes import local_cluster as kc
+    from nfvlab.labs.kubernetes import host_images
 
     # Both nodes carry the pool label; the simulated one is tainted and the profile does not tolerate
     # it, so the real scheduler places pod1 on the real node; the noisy neighbour follows pod1.
@@ -976,7 +976,7 @@ def test_pods_are_placed_by_node_labels_and_the_noisy_neighbour_joins_pod1_on_it
         _label_node(sim_node, n, {"nfvlab.io/pool": "bench"})
     try:
         backend = _lab(cluster, placement={"pod1": {"node_labels": {"nfvlab.io/pool": "bench"}}},
-                       noisy_image=kc.STRESS_IMAGE)
+                       noisy_image=host_images.STRESS_IMAGE)
         sc = Scenario("macvlan", Resources(pinning="shared", noisy_load_pct=30))
         assert backend.check(sc) == []
         assert [n["metadata"]["name"] for n in backend.nodes_for("pod1")] == [cluster.node_name]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Idempotent, cached build of the pinned local-Kubernetes binaries that nfvlab/labs/kubernetes/local_cluster.py
+# Idempotent, cached build of the pinned local-Kubernetes binaries that nfvlab/labs/kubernetes/local_cluster/
 # runs: kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, etcd, the Multus thin
 # plugin, kwok (+ its stage files), a static pause binary, and the docker-archive images
 # (scripts/k8s/images.sh). Everything comes from Debian packages and the Go module proxy.
@@ -14,7 +14,7 @@
 # Cold: ~20-30 min niced on 2 cores; ~2 GB module cache + ~5 GB build cache + ~0.6 GB output.
 set -euo pipefail
 
-# Pinned versions. nfvlab/labs/kubernetes/local_cluster.py reads these five lines (keep the NAME=value form).
+# Pinned versions. nfvlab/labs/kubernetes/local_cluster/build.py reads these five lines (keep the NAME=value form).
 K8S_VERSION=v1.37.2
 ETCD_VERSION=v3.6.16
 MULTUS_VERSION=v4.2.3

@@ -3,7 +3,7 @@
 # it answers --print-dir, exits when the stamped binary is there, else takes the build lock and
 # prepares the log, Go's environment and an empty $WORK (cni_begin).
 # Output: ${NFVLAB_CACHE:-/var/cache/nfvlab}/cni/<NAME>-<VERSION>_<RECIPE>/{bin/<NAME>,stamp,logs}
-# (nfvlab/labs/kubernetes/local_cluster.py finds the binary by that path).
+# (nfvlab/labs/kubernetes/local_cluster/build.py finds the binary by that path).
 
 CACHE=${NFVLAB_CACHE:-/var/cache/nfvlab}
 OUT="$CACHE/cni/${NAME}-${VERSION}_${RECIPE}"

@@ -1,6 +1,6 @@
 """Snapshots of what a local cluster could change on this host, for before/after comparisons in tests.
 
-The cluster's lifecycle lives in nfvlab/labs/kubernetes/local_cluster.py; this only checks it.
+The cluster's lifecycle lives in nfvlab/labs/kubernetes/local_cluster/; this only checks it.
 """
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import psutil
 
-from nfvlab.labs.kubernetes.local_cluster import (HUGEPAGES_2M, PORTS, _run, _watched_snapshot,
-                                                  cgroup_tops, cluster_dir, link_names, listening_ports,
-                                                  mountpoints, state_file, sysctl_snapshot)
+from nfvlab.labs.kubernetes.local_cluster.components import PORTS
+from nfvlab.labs.kubernetes.local_cluster.host import (HUGEPAGES_2M, _run, _watched_snapshot, cgroup_tops, link_names,
+                                                       listening_ports, mountpoints, sysctl_snapshot)
+from nfvlab.labs.kubernetes.local_cluster.state import cluster_dir, state_file
 
 
 COMPONENT_COMMS = ("etcd", "kube-apiserver", "kube-controller", "kube-scheduler", "kubelet",

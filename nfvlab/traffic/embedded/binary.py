@@ -1,12 +1,13 @@
 """The embedded generator's binary and its receive counter, compiled on first use.
 
 Package data (found with :mod:`importlib.resources`, so a wheel install works):
-``nfvlab_gen.c`` (the generator), ``nfvlab_count.bpf.c`` (the BPF program that
-counts test frames at each rx port), ``nfvlab_count.h`` (the frame signature
-and counter layout both share) and ``nfvlab_tx.bpf.c`` / ``nfvlab_tx.h`` (the
-XDP transmit path, ``--tx xdp``). Builds are cached by :func:`cached_build`; the
-generator's build is keyed by all three files, so its version (and with it the
-calibration identity) changes when the counter does.
+the generator's sources :data:`GEN_SOURCES` (``nfvlab_gen.c``, its ``main``, says
+which concept each file holds) and header ``nfvlab_gen.h``, ``nfvlab_count.bpf.c``
+(the BPF program that counts test frames at each rx port), ``nfvlab_count.h``
+(the frame signature and counter layout both share) and ``nfvlab_tx.bpf.c`` /
+``nfvlab_tx.h`` (the XDP transmit path, ``--tx xdp``). Builds are cached by
+:func:`cached_build`; the generator's build is keyed by all of these files, so
+its version (and with it the calibration identity) changes when any of them does.
 """
 from __future__ import annotations
 
@@ -26,9 +27,20 @@ BPF_CFLAGS = ["-O2", "-g", "-Wall", "-mcpu=v3", "-target", "bpf", *BPF_INCLUDES]
 SETUP_HINT = "run `./run setup` (Debian packages gcc, clang, libbpf-dev)"
 
 
-def _sources() -> tuple[Path, Path, Path]:
-    return (package_file(PACKAGE, "nfvlab_gen.c"), package_file(PACKAGE, "nfvlab_count.bpf.c"),
-            package_file(PACKAGE, "nfvlab_count.h"))
+#: The generator's C sources, compiled together into one binary (``main`` is in the first).
+GEN_SOURCES = ("nfvlab_gen.c", "nfvlab_gen_args.c", "nfvlab_gen_frames.c", "nfvlab_gen_socket.c",
+               "nfvlab_gen_pacing.c", "nfvlab_gen_xdp.c", "nfvlab_gen_latency.c", "nfvlab_gen_count.c",
+               "nfvlab_gen_report.c")
+#: What the generator's sources share (and only they).
+GEN_HEADER = "nfvlab_gen.h"
+
+
+def _gen_sources() -> list[Path]:
+    return [package_file(PACKAGE, name) for name in GEN_SOURCES]
+
+
+def _count_sources() -> tuple[Path, Path]:
+    return package_file(PACKAGE, "nfvlab_count.bpf.c"), package_file(PACKAGE, "nfvlab_count.h")
 
 
 def _tx_sources() -> tuple[Path, Path]:
@@ -37,16 +49,17 @@ def _tx_sources() -> tuple[Path, Path]:
 
 def gen_binary() -> Path:
     """Path of an up-to-date ``nfvlab-gen`` binary, compiling it if needed (BuildError if it cannot)."""
-    gen, count, header = _sources()
+    gens = _gen_sources()
+    count, header = _count_sources()
     cc = shutil.which("cc") or "gcc"
-    return cached_build("nfvlab-gen", [gen, header, count, *_tx_sources()],
-                        lambda out: [cc, *CFLAGS, f"-I{header.parent}", "-o", str(out), str(gen), *LIBS],
+    return cached_build("nfvlab-gen", [*gens, package_file(PACKAGE, GEN_HEADER), header, count, *_tx_sources()],
+                        lambda out: [cc, *CFLAGS, f"-I{header.parent}", "-o", str(out), *map(str, gens), *LIBS],
                         tool_hint=SETUP_HINT)
 
 
 def count_object() -> Path:
     """Path of the compiled receive counter (``nfvlab_count.bpf.c``), compiling it if needed."""
-    _, count, header = _sources()
+    count, header = _count_sources()
     return cached_build("nfvlab-count", [count, header],
                         lambda out: ["clang", *BPF_CFLAGS, f"-I{header.parent}", "-c", str(count),
                                      "-o", str(out)],
@@ -56,7 +69,7 @@ def count_object() -> Path:
 def tx_object() -> Path:
     """Path of the compiled XDP transmit path (``nfvlab_tx.bpf.c``, ``--tx xdp``), compiling it if needed."""
     tx, tx_header = _tx_sources()
-    count_header = _sources()[2]
+    count_header = _count_sources()[1]
     return cached_build("nfvlab-tx", [tx, tx_header, count_header],
                         lambda out: ["clang", *BPF_CFLAGS, f"-I{tx_header.parent}", "-c", str(tx), "-o", str(out)],
                         suffix=".bpf.o", tool_hint=SETUP_HINT)

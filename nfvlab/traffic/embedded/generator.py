@@ -31,12 +31,12 @@ CAP_SYS_NICE; otherwise ``SCHED_OTHER``, and the report says which), sleeping
 until each frame is due and sending at most the frames due in 50 us at once.
 After a stall the schedule slips instead of sending a catch-up burst, by at
 most 1 % of the duration (``slip_s`` per stream in the report; see Pacing in
-``nfvlab_gen.c``). Measured on a busy 2-vCPU VM: a shallow-buffer DUT's NDR
+``nfvlab_gen_pacing.c``). Measured on a busy 2-vCPU VM: a shallow-buffer DUT's NDR
 went from -20 % to within 1 % of its capacity at 1518 B.
 
 Validity: the TX loop (or, on the XDP path, its BPF program) counts the time it
 was not running when its schedule needed it, outside send calls (see Stalls in
-``nfvlab_gen.c``). When those stalls add up to more than the slip budget, the
+``nfvlab_gen_pacing.c``). When those stalls add up to more than the slip budget, the
 load could not leave on schedule through the generator's fault:
 :attr:`EmbeddedGenerator.last_schedule` carries the fault and the trial is
 invalid (docs/methodology.md). Frames the kernel held back while the sender

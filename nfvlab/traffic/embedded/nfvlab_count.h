@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nfvlab_count.h - the test-frame signature and the receive counters, shared by
- * nfvlab_gen.c (which stamps frames and reads the counters) and
- * nfvlab_count.bpf.c (which counts frames at the rx port's ingress).
+ * nfvlab-gen (nfvlab_gen_frames.c stamps frames, nfvlab_gen_count.c reads the
+ * counters) and nfvlab_count.bpf.c (which counts frames at the rx port's ingress).
  *
  * Every frame nfvlab-gen sends, load and latency probe alike, is IPv4/UDP and
  * starts its UDP payload with an 18-byte signature (all a 64 B frame has room

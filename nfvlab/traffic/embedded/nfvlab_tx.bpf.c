@@ -6,7 +6,7 @@
  * Each run picks the first stream (round-robin) whose next frame is due,
  * writes that frame's header (precomputed per size and flow in tx_hdrs) and
  * signature (nfvlab_count.h) into the page, sets its length and redirects it
- * to the stream's tx port. Pacing follows the AF_PACKET path (nfvlab_gen.c,
+ * to the stream's tx port. Pacing follows the AF_PACKET path (nfvlab_gen_pacing.c,
  * Pacing): after a stall the schedule slips, within its budget, so that at
  * most `burst` frames are due at once; at the deadline a stream sends its
  * remainder only if that fits one burst, and what it leaves is a shortfall.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * nfvlab_tx.h - the layout shared by nfvlab_gen.c and nfvlab_tx.bpf.c, the
+ * nfvlab_tx.h - the layout shared by nfvlab_gen_xdp.c and nfvlab_tx.bpf.c, the
  * XDP transmit path (--tx xdp).
  *
  * nfvlab-gen runs nfvlab_tx.bpf.c with BPF_PROG_TEST_RUN in live-frames mode
@@ -66,7 +66,7 @@ struct nfvl_tx_state {
 	__u64 stop;          /* set by nfvlab-gen: send nothing more */
 	__u64 ticks;         /* runs that sent nothing (before t0, or no frame due) */
 	__u64 rr;            /* round-robin start among the streams */
-	/* Stalls (nfvlab_gen.c, Stalls): gaps between runs of the loop longer than NFVL_TX_STALL_NS
+	/* Stalls (nfvlab_gen_pacing.c, Stalls): gaps between runs of the loop longer than NFVL_TX_STALL_NS
 	 * within the trial's window, i.e. time the loop's thread was not running. */
 	__u64 last_run_ns;   /* CLOCK_MONOTONIC of the last run */
 	__u64 stall_total_ns;
