@@ -35,8 +35,20 @@ def package_file(package: str, name: str) -> Path:
 
 
 def digest(inputs: Sequence[Path], argv: Sequence[str]) -> str:
-    """Hash of the inputs' contents and the command line, 16 hex digits."""
-    h = hashlib.sha256("\0".join(argv).encode())
+    """Hash of the inputs' contents and the command line, 16 hex digits.
+
+    The inputs' directories are left out of the command line's hash: the same sources in
+    another checkout (a fresh clone, CI) are the same build, and so the same generator
+    identity, which keys the published calibration.
+    """
+    dirs = sorted({str(p.parent) for p in inputs}, key=len, reverse=True)
+
+    def portable(arg: str) -> str:
+        for d in dirs:
+            arg = arg.replace(d, "<src>")
+        return arg
+
+    h = hashlib.sha256("\0".join(map(portable, argv)).encode())
     for p in inputs:
         h.update(p.name.encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:16]
