@@ -512,6 +512,9 @@ class KubernetesLab:
         if dpdk:
             info.update(core_plan=core_plan.describe() if core_plan else None, mtu=self.mtu(scenario),
                         forwarder="dpdk-testpmd --forward-mode=mac (the draft's l2fwd)")
+        if scenario.model == "sriov":
+            info["sriov"] = ({"mode": "dpdk", "vf_driver": "vfio-pci", "resource": p.sriov_dpdk_resource}
+                             if dpdk else {"mode": "netdevice", "resource": p.sriov_resource})
         if ovs:
             info["vswitch"] = {"kind": "ovs-dpdk", "run_by": "nfvlab (the run's vswitch pod)",
                                "bridge": p.vswitch_bridge, "nic_ports": userspace.NIC_PORTS[scenario.model]}
@@ -565,8 +568,8 @@ class KubernetesLab:
             streams_ports = [Port("generator", "0"), Port("generator", "1")]
         tx = streams_ports
         # Frames enter the chain at its first pod's eth1 and, the other way, at its last pod's eth2
-        # (a DPDK pod's socket ports are no netdevs: their MACs are the forwarder's plan; a port on the
-        # pod's own netdev, af_packet or af_xdp, has the netdev's).
+        # (a DPDK pod's socket ports and VFs are no netdevs: their MACs are the forwarder's plan; a port
+        # on the pod's own netdev, af_packet or af_xdp, has the netdev's).
         direct = {0: True, 1: True} if not dpdk else {
             0: userspace.port_kind(scenario.model, chain, chain[0], 0) in ("direct", "afxdp", "veth"),
             1: userspace.port_kind(scenario.model, chain, chain[-1], 1) in ("direct", "afxdp", "veth")}
