@@ -246,6 +246,26 @@ def test_what_nfvlab_cannot_render_or_the_local_node_cannot_run_says_why_in_one_
     assert lab.check(Scenario("afxdp-cni")) == [f"afxdp-cni cannot run on this cluster: {userspace.AFXDP_POOL_WHY}"]
 
 
+def test_a_dpdk_pods_cni_missing_from_the_nodes_cni_bin_directory_is_named(tmp_path):
+    (tmp_path / "net.d").mkdir()
+    (tmp_path / "bin").mkdir()
+    kp = _kparams(cabling="local", afxdp_resource=None, cni_conf_dir=str(tmp_path / "net.d"))
+    cnis = {"ovs-dpdk-vhost": ("userspace", "Userspace CNI"), "ovs-dpdk-tap": ("ovs", "OVS CNI"),
+            "afxdp-cni": ("afxdp", "AF_XDP CNI"), "sriov": None}
+
+    def missing(model):  # (the other reasons depend on this host: its OVS, its links, no cluster)
+        why = kb.KubernetesLab(P.LabParams(kind="kubernetes", kubernetes=kp)).check(Scenario(model))
+        return [w.split(": ", 1)[1] for w in why if "CNI bin directory" in w]
+
+    for model, cni in cnis.items():
+        assert missing(model) == ([f"the node's CNI bin directory ({tmp_path / 'bin'}) has no {cni[1]} "
+                                   f"(scripts/k8s/cni-{cni[0]}.sh builds it; `nfvlab cluster up` installs it)"]
+                                  if cni else [])
+    for binary in ("userspace", "ovs", "afxdp"):
+        (tmp_path / "bin" / binary).touch()
+    assert [missing(model) for model in cnis] == [[]] * len(cnis)
+
+
 def test_afxdp_cni_without_a_pool_renders_nads_naming_the_nodes_nic_ports():
     kp = _kparams(cabling="local", afxdp_resource=None)
     objs = render.manifests(Scenario("afxdp-cni"), kp, "abc123")
@@ -689,10 +709,11 @@ def test_a_trial_through_the_drafts_dpdk_pods_on_the_node_vswitch_counts_exactly
     assert len(info["flows"]) == 2 * links and all(f.startswith("in_port=") for f in info["flows"])
     assert 0 < info["vswitch"]["create_to_ready_s"] < 60
     assert all(0 < info["pods"][n]["create_to_ready_s"] and info["pods"][n]["delete_s"] > 0 for n in chain)
-    if userspace.uses_userspace_cni(model):
+    if userspace.POD_PORTS[model] in ("vhostuser", "vpp-memif"):  # the Userspace CNI's
         assert {n["type"] for n in info["nads"]} >= {"userspace"}
     if model == "ovs-dpdk-tap":  # the OVS CNI's veths, cross-connected by the OpenFlow ports they asked for
         assert {n["type"] for n in info["nads"]} == {"ovs"}
+        assert info["vswitch"]["pod_ports"].startswith("OVS CNI veths, not OVS tap ports")
         assert info["flows"] == ["in_port=1,actions=output:10", "in_port=10,actions=output:1",
                                  "in_port=11,actions=output:2", "in_port=2,actions=output:11"]
     assert _user_space_residue(info["run_id"]) == []

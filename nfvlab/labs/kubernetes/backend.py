@@ -121,6 +121,13 @@ def _reason(err: Exception) -> str:
         return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
+#: DPDK pod port kinds on a netdev of the pod's own (af_packet, af_xdp): its MAC is the netdev's.
+NETDEV_PORTS = ("direct", "afxdp", "veth")
+#: The DPDK pods' port kind -> the CNI binary its NADs call (in the node's CNI bin directory), its name.
+CNI_BINARIES = {"vhostuser": ("userspace", "Userspace CNI"), "vpp-memif": ("userspace", "Userspace CNI"),
+                "veth": ("ovs", "OVS CNI"), "afxdp": ("afxdp", "AF_XDP CNI")}
+
+
 class KubernetesLab:
     """A lab backend on a Kubernetes cluster (see the module docstring)."""
 
@@ -258,7 +265,7 @@ class KubernetesLab:
         if model == "linux-bridge" and p.cabling != "local" and model not in p.networks:
             why.append("linux-bridge needs the node's NIC ports on a bridge; nfvlab wires that only with "
                        "cabling local (else name NADs in kubernetes.networks)")
-        if model == "host-routing" and p.cabling != "local" and model not in p.networks:
+        if render.routed(scenario, p) and p.cabling != "local":
             why.append("host-routing needs the node to route between its NIC ports and the pod's links (policy "
                        "rules per NIC port); nfvlab sets that up only with cabling local (else name NADs in "
                        "kubernetes.networks)")
@@ -283,26 +290,22 @@ class KubernetesLab:
         why = []
         if scenario.density is not None:
             why += render.density_reasons(scenario, p)
-        if (userspace.uses_userspace_cni(model) and p.cni_conf_dir
-                and not (Path(p.cni_conf_dir).parent / "bin" / "userspace").exists()):
-            why.append(f"the node's CNI bin directory ({Path(p.cni_conf_dir).parent / 'bin'}) has no Userspace CNI "
-                       "(scripts/k8s/cni-userspace.sh builds it; `nfvlab cluster up` installs it)")
-        for kind, binary, what in (("veth", "ovs", "OVS CNI"), ("afxdp", "afxdp", "AF_XDP CNI")):
-            if (userspace.POD_PORTS[model] == kind and p.cni_conf_dir
-                    and not (Path(p.cni_conf_dir).parent / "bin" / binary).exists()):
-                why.append(f"the node's CNI bin directory ({Path(p.cni_conf_dir).parent / 'bin'}) has no {what} "
-                           f"(scripts/k8s/cni-{binary}.sh builds it; `nfvlab cluster up` installs it)")
+        cni = CNI_BINARIES.get(userspace.POD_PORTS[model])
+        bin_dir = Path(p.cni_conf_dir).parent / "bin" if p.cni_conf_dir else None
+        if cni and bin_dir and not (bin_dir / cni[0]).exists():
+            why.append(f"the node's CNI bin directory ({bin_dir}) has no {cni[1]} "
+                       f"(scripts/k8s/cni-{cni[0]}.sh builds it; `nfvlab cluster up` installs it)")
         if userspace.POD_PORTS[model] == "afxdp" and p.cabling == "local" and p.afxdp_resource:
             why.append(userspace.AFXDP_POOL_WHY)
-        taps = [t for t in userspace.ovs_taps(p) if p.cabling == "local" and userspace.runs_ovs(model)
-                and nl.link_exists(None, t)]
-        if taps:
-            why.append(f"links {', '.join(taps)} exist on this host (an OVS userspace datapath's persistent "
-                       "taps): nfvlab's vSwitch would take them over and its teardown delete them; remove them "
-                       "(ip link del) if no OVS of yours uses them")
-        if _socket_answers(Path(userspace.OVS_RUNDIR) / "db.sock"):
-            why.append(f"an OVS already runs on the node ({userspace.OVS_RUNDIR}/db.sock answers): nfvlab runs "
-                       "the local node's vSwitch itself and never shares one")
+        if p.cabling == "local" and userspace.runs_ovs(model):  # nfvlab's vSwitch on this host
+            taps = [t for t in userspace.ovs_taps(p) if nl.link_exists(None, t)]
+            if taps:
+                why.append(f"links {', '.join(taps)} exist on this host (an OVS userspace datapath's persistent "
+                           "taps): nfvlab's vSwitch would take them over and its teardown delete them; remove "
+                           "them (ip link del) if no OVS of yours uses them")
+            if _socket_answers(Path(userspace.OVS_RUNDIR) / "db.sock"):
+                why.append(f"an OVS already runs on the node ({userspace.OVS_RUNDIR}/db.sock answers): nfvlab "
+                           "runs the local node's vSwitch itself and never shares one")
         if res.noisy_load_pct is not None and not p.noisy_image:
             why.append("the noisy neighbour needs an image with stress-ng (kubernetes.noisy_image)")
         try:
@@ -492,7 +495,7 @@ class KubernetesLab:
         if p.cabling == "local":  # the node's NIC ports are this host's links until a pod takes them
             info["node_nics"] = {nic: nic_info(nic) for nic in p.nics}
         core_plan = self.core_plan(scenario)
-        routed = self._routed(scenario)
+        routed = render.routed(scenario, p)  # (check() refused it unless cabling is local)
         if routed:
             st.host_rules, st.host_sysctls = node_routing.rules(p.nics), node_routing.sysctl_values()
             st.save()
@@ -517,7 +520,8 @@ class KubernetesLab:
                              if dpdk else {"mode": "netdevice", "resource": p.sriov_resource})
         if ovs:
             info["vswitch"] = {"kind": "ovs-dpdk", "run_by": "nfvlab (the run's vswitch pod)",
-                               "bridge": p.vswitch_bridge, "nic_ports": userspace.NIC_PORTS[scenario.model]}
+                               "bridge": p.vswitch_bridge, "nic_ports": userspace.NIC_PORTS[scenario.model],
+                               "pod_ports": userspace.POD_PORT_WHAT[userspace.POD_PORTS[scenario.model]]}
         elif dpdk and userspace.NIC_PORTS[scenario.model] == "vpp":
             info["vswitch"] = {"kind": "vpp", "run_by": "the node (never installed by nfvlab)",
                                "bridge_id": p.vpp_bridge_id}
@@ -570,24 +574,19 @@ class KubernetesLab:
         # Frames enter the chain at its first pod's eth1 and, the other way, at its last pod's eth2
         # (a DPDK pod's socket ports and VFs are no netdevs: their MACs are the forwarder's plan; a port
         # on the pod's own netdev, af_packet or af_xdp, has the netdev's).
-        direct = {0: True, 1: True} if not dpdk else {
-            0: userspace.port_kind(scenario.model, chain, chain[0], 0) in ("direct", "afxdp", "veth"),
-            1: userspace.port_kind(scenario.model, chain, chain[-1], 1) in ("direct", "afxdp", "veth")}
-        first = _port_mac(pod, 0) if direct[0] else forwarder.pod_mac(int(chain[0][3:]), 0)
-        last = _port_mac(ready[chain[-1]]["pod"], 1) if direct[1] else forwarder.pod_mac(int(chain[-1][3:]), 1)
         if routed:  # the generator's gateway is the node (its NIC ports), which routes to the pod
             first, last = nl.mac(None, p.nics[0]), nl.mac(None, p.nics[1])
+        else:
+            first, last = (_port_mac(ready[name]["pod"], side)
+                           if not dpdk or userspace.port_kind(scenario.model, chain, name, side) in NETDEV_PORTS
+                           else forwarder.pod_mac(int(name[3:]), side)
+                           for name, side in ((chain[0], 0), (chain[-1], 1)))
         streams = [Stream(tx[0], tx[1], tg_macs[0], first, *default_ips(0)),
                    Stream(tx[1], tx[0], tg_macs[1], last, *default_ips(1))]
         noisy = scenario.resources.noisy_load_pct is not None
         busy = (core_plan.busy_roles(noisy=noisy) if core_plan
                 else {"noisy neighbour": frozenset()} if noisy else {})
         yield LabSession(streams=streams, info=info, busy_roles=busy)
-
-    def _routed(self, scenario: Scenario) -> bool:
-        """host-routing on networks nfvlab renders, the node this host: nfvlab sets up the node's routing."""
-        return (self.params.cabling == "local" and render.CNI_OF.get(scenario.model) == "ptp"
-                and scenario.model not in self.params.networks)
 
     def _labels_of(self, node: Optional[str]) -> dict:
         """The labels of the node a pod went to (what label placement matched against)."""

@@ -101,6 +101,13 @@ def dpdk_pods(scenario: Scenario, params: KubernetesParams) -> bool:
             and not (scenario.model == "sriov" and params.sriov_mode == "netdevice"))
 
 
+def routed(scenario: Scenario, params: KubernetesParams) -> bool:
+    """host-routing on networks nfvlab renders: the pod routes via the node's end of its point-to-point
+    links, and the node routes between its NIC ports and them (nfvlab sets that up with cabling local,
+    :mod:`.node_routing`; other cabling is refused)."""
+    return CNI_OF.get(scenario.model) == "ptp" and scenario.model not in params.networks
+
+
 def renders(scenario: Scenario, params: KubernetesParams) -> bool:
     """Are ``scenario``'s networks rendered (or named in the profile)?"""
     return (scenario.model in rendered_models() or scenario.model in params.networks
@@ -329,7 +336,7 @@ def pod(scenario: Scenario, params: KubernetesParams, run_id: str, tg_macs: list
     """An NF pod: two secondary interfaces, kernel forwarding, resources as the scenario asks."""
     res = scenario.resources
     hops = next_hops(scenario, name)
-    routed = CNI_OF.get(scenario.model) == "ptp" and scenario.model not in params.networks
+    is_routed = routed(scenario, params)
     requests, limits = cpu_resources(scenario)
     for key, qty in pod_requests(scenario, params).items():
         requests[key] = limits[key] = qty
@@ -339,10 +346,10 @@ def pod(scenario: Scenario, params: KubernetesParams, run_id: str, tg_macs: list
         mounts.append({"name": "hugepages", "mountPath": "/hugepages"})
     container = {
         "name": "forwarder", "image": params.image, "imagePullPolicy": params.image_pull_policy,
-        "command": ["/bin/sh", "-c", forwarder_script(tg_macs, hops, routed)],
+        "command": ["/bin/sh", "-c", forwarder_script(tg_macs, hops, is_routed)],
         "resources": {"requests": requests, "limits": limits},
         "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}},
-        "readinessProbe": {"exec": {"command": ["/bin/sh", "-c", readiness_script(hops, routed)]},
+        "readinessProbe": {"exec": {"command": ["/bin/sh", "-c", readiness_script(hops, is_routed)]},
                            "periodSeconds": 1},
     }
     if mounts:

@@ -64,6 +64,12 @@ POD_PORTS = {"ovs-dpdk-vhost": "vhostuser", "ovs-dpdk-memif": "memif", "ovs-dpdk
              "ovs-afxdp": "vhostuser",
              "chain-userspace": "vhostuser", "chain-combined": "vhostuser", "vpp": "vpp-memif",
              "afxdp-cni": "afxdp", "sriov": "vfio"}
+#: What the pods' ports of each kind are on the vSwitch (the run's ``vswitch.pod_ports``): the OVS CNI's
+#: veths stand in for the embedded lab's OVS tap ports, which no CNI makes.
+POD_PORT_WHAT = {"vhostuser": "Userspace CNI vhost-user ports (OVS dpdkvhostuserclient, testpmd virtio_user)",
+                 "memif": "nfvlab's OVS memif ports (dpdk on net_memif, testpmd net_memif clients)",
+                 "veth": "OVS CNI veths, not OVS tap ports: the node's end a port of the OVS-DPDK bridge "
+                         "(served through the kernel, as the embedded lab's taps), testpmd af_packet on the pod's"}
 #: Models whose chain ends are NICs moved into the pods (host-device CNI).
 DIRECT_ENDS = ("chain-combined",)
 #: Why the local cluster (the node is this host) cannot run a model nfvlab renders.
@@ -107,10 +113,6 @@ def port_kind(model: str, chain: list[str], pod: str, side: int) -> str:
     if model in DIRECT_ENDS and ((j, side) == (0, 0) or (j, side) == (len(chain) - 1, 1)):
         return "direct"
     return POD_PORTS[model]
-
-
-def uses_userspace_cni(model: str) -> bool:
-    return POD_PORTS[model] in ("vhostuser", "vpp-memif")
 
 
 def runs_ovs(model: str) -> bool:
