@@ -23,6 +23,8 @@ from nfvlab.labs import LabError
 from nfvlab.labs.kubernetes import backend as kb
 from nfvlab.labs import forwarder
 from nfvlab.labs.kubernetes import node_routing, render, userspace
+from nfvlab.labs.kubernetes.cluster import quantity
+from nfvlab.labs.kubernetes.pods import why_not_ready
 from nfvlab.scenario import DensityCell, Resources, Scenario
 from nfvlab.system import netns as nl
 from nfvlab.system.hostlock import HostLock
@@ -782,7 +784,7 @@ def test_exclusive_pinning_is_a_guaranteed_pod_and_what_the_cluster_lacks_is_ref
     assert backend.check(Scenario("sriov")) == [
         f"sriov cannot run on this cluster: node {cluster.node_name} has 0 allocatable "
         "intel.com/intel_sriov_dpdk (a pod needs 2)"
-        + (f", {huge} allocatable hugepages-2Mi (a pod needs 256Mi)" if kb._quantity(huge) < 256 * 2 ** 20 else "")]
+        + (f", {huge} allocatable hugepages-2Mi (a pod needs 256Mi)" if quantity(huge) < 256 * 2 ** 20 else "")]
     assert _lab(cluster, sriov_mode="netdevice").check(Scenario("sriov")) == [
         f"sriov cannot run on this cluster: node {cluster.node_name} has 0 allocatable "
         "intel.com/intel_sriov_netdevice (a pod needs 2)"]
@@ -1081,7 +1083,7 @@ def test_the_real_scheduler_admits_a_rendered_sriov_pod_on_a_node_with_vfs_and_r
     _, cond = _scheduled(sim_node, "nfvlab-51a0f2")
     assert cond.status == "False" and "Insufficient intel.com/intel_sriov_netdevice" in cond.message
     pod = cluster.api_client().sanitize_for_serialization(sim_node.read_namespaced_pod("pod1", "nfvlab-51a0f2"))
-    assert "Insufficient intel.com/intel_sriov_netdevice" in kb._why_not_ready(sim_node, pod)
+    assert "Insufficient intel.com/intel_sriov_netdevice" in why_not_ready(sim_node, pod)
 
 
 @pytest.mark.lab
@@ -1114,7 +1116,7 @@ def test_the_real_scheduler_admits_the_sriov_dpdk_pod_on_a_node_with_vfs_and_hug
     res["requests"]["hugepages-2Mi"] = res["limits"]["hugepages-2Mi"] = "8Gi"
     _create(sim_node, cluster, greedy)
     pod = _scheduled(sim_node, "nfvlab-5d0f03")[0]
-    why = kb._why_not_ready(sim_node, cluster.api_client().sanitize_for_serialization(pod))
+    why = why_not_ready(sim_node, cluster.api_client().sanitize_for_serialization(pod))
     assert "Insufficient hugepages-2Mi" in why and "Insufficient intel.com" not in why
 
 
