@@ -279,8 +279,16 @@ class KubernetesParams(_Strict):
     networks: dict[str, list[str]] = Field(default_factory=dict)
     """Model -> two existing NetworkAttachmentDefinitions (``namespace/name``) to use
     instead of rendering them (e.g. a Userspace CNI or VPP network a cluster already has)."""
+    sriov_mode: Literal["dpdk", "netdevice"] = "dpdk"
+    """``sriov``'s pod: ``dpdk`` (the draft's Figure 10: testpmd on two vfio-pci VFs of
+    ``sriov_dpdk_resource``) or ``netdevice`` (the kernel forwarder on two netdevice VFs of
+    ``sriov_resource``)."""
     sriov_resource: str = "intel.com/intel_sriov_netdevice"
-    """Device-plugin resource of the SR-IOV VFs (two per pod)."""
+    """Device-plugin resource of the SR-IOV netdevice VFs (two per pod, ``sriov_mode: netdevice``)."""
+    sriov_dpdk_resource: str = Field(default="intel.com/intel_sriov_dpdk",
+                                     pattern=r"^[A-Za-z0-9.-]+/[A-Za-z0-9_.-]+$")
+    """Device-plugin resource of the SR-IOV VFs bound to vfio-pci (two per pod, ``sriov_mode: dpdk``);
+    the pod reads their PCI addresses from the plugin's ``PCIDEVICE_<RESOURCE>`` variable."""
     device_resources: dict[str, dict[str, Annotated[int, Field(ge=1)]]] = Field(default_factory=dict)
     """Model -> device-plugin resources each NF pod of it requests, e.g.
     ``{afxdp-cni: {afxdp/myPool: 2}}``; checked against node allocatable before anything exists."""

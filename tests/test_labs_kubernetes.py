@@ -23,6 +23,8 @@ from nfvlab.labs import LabError
 from nfvlab.labs.kubernetes import backend as kb
 from nfvlab.labs import forwarder
 from nfvlab.labs.kubernetes import node_routing, render, userspace
+from nfvlab.labs.kubernetes.cluster import quantity
+from nfvlab.labs.kubernetes.pods import why_not_ready
 from nfvlab.scenario import DensityCell, Resources, Scenario
 from nfvlab.system import netns as nl
 from nfvlab.system.hostlock import HostLock
@@ -40,7 +42,7 @@ def _kparams(**kw):
 @pytest.mark.parametrize("model", sorted(render.CNI_OF))
 @pytest.mark.parametrize("resources", [Resources(), Resources(pinning="exclusive"), Resources(hugepages=True)])
 def test_every_rendered_manifest_passes_strict_validation(model, resources):
-    kp = _kparams()
+    kp = _kparams(sriov_mode="netdevice")  # sriov: the kernel pod on netdevice VFs
     objects = render.manifests(Scenario(model, resources), kp, "abc123")
     assert [o["kind"] for o in objects] == ["Namespace", "NetworkAttachmentDefinition",
                                             "NetworkAttachmentDefinition", "Pod"]
@@ -54,14 +56,84 @@ def test_every_rendered_manifest_passes_strict_validation(model, resources):
     if resources.hugepages:
         assert res["requests"]["hugepages-2Mi"] == res["limits"]["hugepages-2Mi"] == "64Mi"
     if model == "sriov":
-        assert res["requests"][kp.sriov_resource] == "2"
+        assert res["requests"][kp.sriov_resource] == "2" and kp.sriov_dpdk_resource not in res["requests"]
         assert objects[1]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"] == kp.sriov_resource
+        assert json.loads(objects[1]["spec"]["config"])["ipam"]["addresses"] == [{"address": "198.18.1.2/24"}]
     nets = json.loads(pod["metadata"]["annotations"][render.NETWORKS_ANNOTATION])
     assert [n["interface"] for n in nets] == ["eth1", "eth2"]
     assert pod["spec"]["nodeSelector"] == {"kubernetes.io/hostname": "worker-1"}
 
 
 USERSPACE = sorted(userspace.NIC_PORTS)
+
+
+@pytest.mark.parametrize("resources", [Resources(), Resources(pinning="exclusive"), Resources(hugepages=True)])
+def test_sriov_renders_the_drafts_dpdk_pod_on_vfio_pci_vfs_of_the_device_plugins_resource(resources):
+    kp = _kparams(sriov_dpdk_resource="example.com/sriov-dpdk.a")
+    objects = render.manifests(Scenario("sriov", resources), kp, "abc123")
+    assert [p for o in objects for p in render.validate(o, kp)] == []
+    assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
+        ("Namespace", "nfvlab-abc123"), ("NetworkAttachmentDefinition", "pod1-sriov0"),
+        ("NetworkAttachmentDefinition", "pod1-sriov1"), ("Pod", "pod1")]
+    # the SR-IOV CNI only records a vfio-pci VF (Multus adds its deviceID): no IPAM, no netdev settings
+    assert [json.loads(o["spec"]["config"]) for o in objects[1:3]] == [
+        {"cniVersion": "0.3.1", "type": "sriov", "name": f"pod1-sriov{side}"} for side in (0, 1)]
+    assert {o["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"] for o in objects[1:3]} == {
+        "example.com/sriov-dpdk.a"}
+    pod = objects[-1]
+    assert [(n["name"], n["interface"]) for n in json.loads(pod["metadata"]["annotations"][
+        render.NETWORKS_ANNOTATION])] == [("pod1-sriov0", "eth1"), ("pod1-sriov1", "eth2")]
+    c = pod["spec"]["containers"][0]
+    res, script = c["resources"], c["command"][2]
+    # two VFs, and hugepages whatever the scenario says: the VFs DMA into testpmd's memory
+    for part in ("requests", "limits"):
+        assert res[part]["example.com/sriov-dpdk.a"] == "2" and "intel.com/intel_sriov_netdevice" not in res[part]
+        assert res[part]["hugepages-2Mi"] == f"{forwarder.TESTPMD_MEMORY_MB}Mi"
+    assert pod["spec"]["volumes"] == [{"name": "hugepages", "emptyDir": {"medium": "HugePages-2Mi"}}]
+    if resources.pinning == "exclusive":  # Guaranteed: integer CPU, requests == limits
+        assert res["requests"]["cpu"] == res["limits"]["cpu"] == "1"
+        assert res["requests"]["memory"] == res["limits"]["memory"]
+    # testpmd (MAC forwarding) drives the VFs the device plugin names, allow-listed, no vdev
+    assert '"$PCIDEVICE_EXAMPLE_COM_SRIOV_DPDK_A"' in script
+    assert 'dpdk-testpmd "--lcores=0@($cpus),1@($cpus)" -a "$dev0" -a "$dev1" --huge-dir /hugepages' in script
+    assert "--forward-mode=mac" in script and "--vdev" not in script and "--no-pci" not in script
+    assert '"--eth-peer=0,$peer0" "--eth-peer=1,$peer1" --cmdline-file=/tmp/testpmd.cmd' in script
+    assert c["readinessProbe"]["exec"]["command"] == ["grep", "-q", forwarder.READY_LINE, "/tmp/testpmd.log"]
+    assert set(c["securityContext"]["capabilities"]["add"]) == {"IPC_LOCK", "SYS_NICE"}
+    # the netdevice VFs' kernel pod stays selectable
+    kernel = render.manifests(Scenario("sriov", resources), _kparams(sriov_mode="netdevice"), "abc123")
+    assert kernel[-1]["spec"]["containers"][0]["command"][2].startswith("set -e; arp -i eth1")
+
+
+#: A node's sysfs PCI devices: VF -> its PF (what ``physfn`` links to).
+VF_PFS = {"0000:3b:02.0": "0000:3b:00.0", "0000:3b:02.1": "0000:3b:00.0", "0000:3b:0a.0": "0000:3b:00.1",
+          "0000:3a:0a.0": "0000:3b:00.1"}
+
+
+@pytest.mark.parametrize("vfs,dev,ports", [
+    # eth1's VF is the one on the PF of the lower address; port 0 the lower VF address
+    ("0000:3b:02.0,0000:3b:0a.0", ("0000:3b:02.0", "0000:3b:0a.0"), (0, 1)),
+    ("0000:3b:0a.0,0000:3b:02.0", ("0000:3b:02.0", "0000:3b:0a.0"), (0, 1)),
+    ("0000:3b:02.0,0000:3a:0a.0", ("0000:3b:02.0", "0000:3a:0a.0"), (1, 0)),  # eth2's VF is DPDK port 0
+])
+def test_the_sriov_dpdk_pod_orders_its_vfs_by_pf_and_dpdk_port_in_busybox_sh(tmp_path, vfs, dev, ports):
+    for vf, pf in VF_PFS.items():
+        (tmp_path / vf).mkdir()
+        (tmp_path / vf / "physfn").symlink_to(f"../{pf}")
+    peers, macs = ["02:00:00:00:aa:01", "02:00:00:00:aa:02"], [forwarder.pod_mac(1, 0), forwarder.pod_mac(1, 1)]
+    lines = userspace.vfio_setup("PCIDEVICE_X", peers, macs, str(tmp_path), str(tmp_path / "cmd"))
+    out = subprocess.run(["busybox", "sh", "-c", "set -e\n" + "\n".join(lines) + '\necho "$dev0 $dev1 $peer0 $peer1"'],
+                         env={"PCIDEVICE_X": vfs, "PATH": os.environ["PATH"]}, capture_output=True, text=True)
+    assert out.returncode == 0, out
+    # DPDK port p forwards to the generator port on its VF's side and carries that side's planned MAC
+    assert out.stdout.split() == [*dev, peers[ports[0]], peers[ports[1]]]
+    assert (tmp_path / "cmd").read_text() == f"mac_addr set 0 {macs[ports[0]]}\nmac_addr set 1 {macs[ports[1]]}\n"
+    for bad, why in (("0000:3b:02.0,0000:3b:02.1", "want one VF of each of the node's two PFs"),
+                     ("0000:3b:02.0", "PCIDEVICE_X='0000:3b:02.0': want two VFs"),
+                     ("0000:3b:02.0,0000:3c:00.7", "and 0000:3c:00.7 (PF none)")):
+        out = subprocess.run(["busybox", "sh", "-c", "set -e\n" + "\n".join(lines)],
+                             env={"PCIDEVICE_X": bad, "PATH": os.environ["PATH"]}, capture_output=True, text=True)
+        assert out.returncode == 1 and why in out.stdout, out
 VHOST_MODELS = [m for m in USERSPACE if userspace.POD_PORTS[m] == "vhostuser" and userspace.NIC_PORTS[m]]
 
 
@@ -174,6 +246,26 @@ def test_what_nfvlab_cannot_render_or_the_local_node_cannot_run_says_why_in_one_
     assert "VPP 19.04's API files" in userspace.LOCAL_WHY["vpp"]
     # afxdp-cni on the local node: its veth NIC ports are no device plugin's pool (the profile's default)
     assert lab.check(Scenario("afxdp-cni")) == [f"afxdp-cni cannot run on this cluster: {userspace.AFXDP_POOL_WHY}"]
+
+
+def test_a_dpdk_pods_cni_missing_from_the_nodes_cni_bin_directory_is_named(tmp_path):
+    (tmp_path / "net.d").mkdir()
+    (tmp_path / "bin").mkdir()
+    kp = _kparams(cabling="local", afxdp_resource=None, cni_conf_dir=str(tmp_path / "net.d"))
+    cnis = {"ovs-dpdk-vhost": ("userspace", "Userspace CNI"), "ovs-dpdk-tap": ("ovs", "OVS CNI"),
+            "afxdp-cni": ("afxdp", "AF_XDP CNI"), "sriov": None}
+
+    def missing(model):  # (the other reasons depend on this host: its OVS, its links, no cluster)
+        why = kb.KubernetesLab(P.LabParams(kind="kubernetes", kubernetes=kp)).check(Scenario(model))
+        return [w.split(": ", 1)[1] for w in why if "CNI bin directory" in w]
+
+    for model, cni in cnis.items():
+        assert missing(model) == ([f"the node's CNI bin directory ({tmp_path / 'bin'}) has no {cni[1]} "
+                                   f"(scripts/k8s/cni-{cni[0]}.sh builds it; `nfvlab cluster up` installs it)"]
+                                  if cni else [])
+    for binary in ("userspace", "ovs", "afxdp"):
+        (tmp_path / "bin" / binary).touch()
+    assert [missing(model) for model in cnis] == [[]] * len(cnis)
 
 
 def test_afxdp_cni_without_a_pool_renders_nads_naming_the_nodes_nic_ports():
@@ -425,6 +517,25 @@ def test_cli_renders_yaml_that_round_trips_and_refuses_models_without_networks()
                      check=True)
     assert [d["metadata"]["name"] for d in yaml.safe_load_all(out.stdout) if d["kind"] == "Pod"] == \
         ["vswitch", "pod1", "pod2"]
+    out = nfvlab_cli("lab", "render", "--lab-profile", "params/lab.kubernetes.yaml", "--model", "sriov", check=True)
+    docs = list(yaml.safe_load_all(out.stdout))
+    assert [(d["kind"], d["metadata"].get("annotations", {}).get("k8s.v1.cni.cncf.io/resourceName"))
+            for d in docs[1:3]] == [("NetworkAttachmentDefinition", "intel.com/intel_sriov_dpdk")] * 2
+    assert docs[-1]["spec"]["containers"][0]["name"] == "testpmd"
+
+
+def test_the_shipped_profile_renders_13_of_the_15_models_strictly_valid_and_refuses_the_ebpf_ones():
+    from nfvlab.scenario import MODEL_NAMES
+
+    kp = P.validate(P.LabParams, yaml.safe_load((REPO / "params/lab.kubernetes.yaml").read_text()),
+                    "params/lab.kubernetes.yaml").kubernetes
+    rendered = [m for m in MODEL_NAMES if render.renders(Scenario(m), kp)]
+    assert len(MODEL_NAMES) == 15 and sorted(set(MODEL_NAMES) - set(rendered)) == list(render.EBPF_MODELS)
+    for model in rendered:
+        objects = render.manifests(Scenario(model), kp)
+        assert [x for o in objects for x in render.validate(o, kp)] == [], model
+        assert "pod1" in [o["metadata"]["name"] for o in objects if o["kind"] == "Pod"], model
+    assert all(render.NOT_RENDERED_WHY[m].count("\n") == 0 for m in render.EBPF_MODELS)
 
 
 def test_cli_renders_the_calico_vpp_memif_pod_when_the_profile_asks_for_it(tmp_path):
@@ -490,6 +601,14 @@ def _lab_params(k8s, **kw):
 
 def _lab(k8s, **kw):
     return kb.KubernetesLab(_lab_params(k8s, **kw))
+
+
+def node_allocatable(k8s, resource: str, node: str = "") -> str:
+    """Allocatable ``resource`` of ``node`` (default: the cluster's node) as the API server says."""
+    from kubernetes import client
+
+    n = client.CoreV1Api(k8s.api_client()).read_node(node or k8s.node_name)
+    return (n.status.allocatable or {}).get(resource, "0")
 
 
 def _namespaces(k8s) -> list[str]:
@@ -592,10 +711,11 @@ def test_a_trial_through_the_drafts_dpdk_pods_on_the_node_vswitch_counts_exactly
     assert len(info["flows"]) == 2 * links and all(f.startswith("in_port=") for f in info["flows"])
     assert 0 < info["vswitch"]["create_to_ready_s"] < 60
     assert all(0 < info["pods"][n]["create_to_ready_s"] and info["pods"][n]["delete_s"] > 0 for n in chain)
-    if userspace.uses_userspace_cni(model):
+    if userspace.POD_PORTS[model] in ("vhostuser", "vpp-memif"):  # the Userspace CNI's
         assert {n["type"] for n in info["nads"]} >= {"userspace"}
     if model == "ovs-dpdk-tap":  # the OVS CNI's veths, cross-connected by the OpenFlow ports they asked for
         assert {n["type"] for n in info["nads"]} == {"ovs"}
+        assert info["vswitch"]["pod_ports"].startswith("OVS CNI veths, not OVS tap ports")
         assert info["flows"] == ["in_port=1,actions=output:10", "in_port=10,actions=output:1",
                                  "in_port=11,actions=output:2", "in_port=2,actions=output:11"]
     assert _user_space_residue(info["run_id"]) == []
@@ -659,7 +779,13 @@ def test_a_trial_through_a_two_pod_chain_counts_exactly(cluster, clean_host, mod
 @pytest.mark.k8s
 def test_exclusive_pinning_is_a_guaranteed_pod_and_what_the_cluster_lacks_is_refused(cluster, clean_host):
     backend = _lab(cluster)
+    # the draft's SR-IOV DPDK pod: two vfio-pci VFs (this host has no VF-capable NIC) and its hugepages
+    huge = node_allocatable(cluster, "hugepages-2Mi")
     assert backend.check(Scenario("sriov")) == [
+        f"sriov cannot run on this cluster: node {cluster.node_name} has 0 allocatable "
+        "intel.com/intel_sriov_dpdk (a pod needs 2)"
+        + (f", {huge} allocatable hugepages-2Mi (a pod needs 256Mi)" if quantity(huge) < 256 * 2 ** 20 else "")]
+    assert _lab(cluster, sriov_mode="netdevice").check(Scenario("sriov")) == [
         f"sriov cannot run on this cluster: node {cluster.node_name} has 0 allocatable "
         "intel.com/intel_sriov_netdevice (a pod needs 2)"]
     assert backend.check(Scenario("macvlan", Resources(numa="s2"))) == [
@@ -854,7 +980,7 @@ SIM_NODE = "sim-worker"
 #: Allocatable of a simulated SR-IOV worker. The values are chosen for the test (8 VFs, so 2 per pod
 #: fit and 16 do not), not taken from the draft, which does not list its workers' allocatable.
 SIM_ALLOCATABLE = {"cpu": "32", "memory": "128Gi", "pods": "110", "hugepages-2Mi": "4Gi",
-                   "intel.com/intel_sriov_netdevice": "8", "afxdp/myPool": "4"}
+                   "intel.com/intel_sriov_netdevice": "8", "intel.com/intel_sriov_dpdk": "8", "afxdp/myPool": "4"}
 
 
 @pytest.fixture
@@ -934,14 +1060,17 @@ def _scheduled(core, ns, timeout_s=15.0, name="pod1"):
 @pytest.mark.k8s
 def test_the_real_scheduler_admits_a_rendered_sriov_pod_on_a_node_with_vfs_and_refuses_too_many(
         cluster, sim_node, clean_host):
-    kp = _lab_params(cluster, node=SIM_NODE, tolerations=SIM_TOLERATIONS).kubernetes
-    sim = kb.KubernetesLab(_lab_params(cluster, node=SIM_NODE, tolerations=SIM_TOLERATIONS))
+    # the kernel pod on netdevice VFs (sriov_mode: netdevice)
+    kw = {"node": SIM_NODE, "tolerations": SIM_TOLERATIONS, "sriov_mode": "netdevice"}
+    kp = _lab_params(cluster, **kw).kubernetes
+    sim = kb.KubernetesLab(_lab_params(cluster, **kw))
     assert sim.check(Scenario("sriov", Resources(pinning="exclusive", hugepages=True))) == [
         "sriov cannot run on this cluster: exclusive pinning needs the static CPU manager on sim-worker "
         "(kubelet cpuManagerPolicy: not readable)"]  # a simulated node has no kubelet to ask
     assert sim.check(Scenario("sriov", Resources(hugepages=True))) == []
     # the simulated node's taint keeps a pod without the toleration off it
-    assert kb.KubernetesLab(_lab_params(cluster, node=SIM_NODE)).check(Scenario("sriov"))[0].endswith(
+    assert kb.KubernetesLab(_lab_params(cluster, node=SIM_NODE, sriov_mode="netdevice")).check(
+        Scenario("sriov"))[0].endswith(
         "no Ready node without an untolerated taint matches node selector kubernetes.io/hostname=sim-worker")
     objects = render.manifests(Scenario("sriov", Resources(hugepages=True)), kp, "51a0f1")
     _create(sim_node, cluster, objects)
@@ -954,7 +1083,41 @@ def test_the_real_scheduler_admits_a_rendered_sriov_pod_on_a_node_with_vfs_and_r
     _, cond = _scheduled(sim_node, "nfvlab-51a0f2")
     assert cond.status == "False" and "Insufficient intel.com/intel_sriov_netdevice" in cond.message
     pod = cluster.api_client().sanitize_for_serialization(sim_node.read_namespaced_pod("pod1", "nfvlab-51a0f2"))
-    assert "Insufficient intel.com/intel_sriov_netdevice" in kb._why_not_ready(sim_node, pod)
+    assert "Insufficient intel.com/intel_sriov_netdevice" in why_not_ready(sim_node, pod)
+
+
+@pytest.mark.lab
+@pytest.mark.k8s
+def test_the_real_scheduler_admits_the_sriov_dpdk_pod_on_a_node_with_vfs_and_hugepages_and_refuses_without(
+        cluster, sim_node, clean_host):
+    # the draft's Figure 10 pod: testpmd on two vfio-pci VFs of the device plugin's resource, hugepages
+    kw = {"node": SIM_NODE, "tolerations": SIM_TOLERATIONS}
+    kp = _lab_params(cluster, **kw).kubernetes
+    sc = Scenario("sriov", Resources(pinning="exclusive"))
+    assert kb.KubernetesLab(_lab_params(cluster, **kw)).check(Scenario("sriov")) == []
+    objects = render.manifests(sc, kp, "5d0f01")
+    assert [x for o in objects for x in render.validate(o, kp)] == []
+    _create(sim_node, cluster, objects)
+    pod, cond = _scheduled(sim_node, "nfvlab-5d0f01")
+    assert cond.status == "True" and pod.spec.node_name == SIM_NODE
+    assert pod.status.qos_class == "Guaranteed"
+    limits = pod.spec.containers[0].resources.limits
+    assert (limits["intel.com/intel_sriov_dpdk"], limits["hugepages-2Mi"], limits["cpu"]) == ("2", "256Mi", "1")
+    # a resource the node does not have: refused before anything exists, and the scheduler agrees
+    none = {**kw, "sriov_dpdk_resource": "example.com/no_vfs"}
+    assert kb.KubernetesLab(_lab_params(cluster, **none)).check(sc) == [
+        "sriov cannot run on this cluster: node sim-worker has 0 allocatable example.com/no_vfs (a pod needs 2)"]
+    _create(sim_node, cluster, render.manifests(sc, _lab_params(cluster, **none).kubernetes, "5d0f02"))
+    _, cond = _scheduled(sim_node, "nfvlab-5d0f02")
+    assert cond.status == "False" and "Insufficient example.com/no_vfs" in cond.message
+    # more hugepages than the node has (4Gi): Pending, and the reason names them
+    greedy = render.manifests(sc, kp, "5d0f03")
+    res = greedy[-1]["spec"]["containers"][0]["resources"]
+    res["requests"]["hugepages-2Mi"] = res["limits"]["hugepages-2Mi"] = "8Gi"
+    _create(sim_node, cluster, greedy)
+    pod = _scheduled(sim_node, "nfvlab-5d0f03")[0]
+    why = why_not_ready(sim_node, cluster.api_client().sanitize_for_serialization(pod))
+    assert "Insufficient hugepages-2Mi" in why and "Insufficient intel.com" not in why
 
 
 def _label_node(core, node, labels):

@@ -61,8 +61,9 @@ CNI_KEYS = {
                "ipMasq", "mtu", "hairpinMode", "ipam", "promiscMode", "vlan", "macspoofchk", "enabledad"},
     "host-device": {"cniVersion", "name", "type", "device", "hwaddr", "kernelpath", "pciBusID", "ipam"},
     "ptp": {"cniVersion", "name", "type", "ipMasq", "mtu", "ipam", "dns"},
-    "sriov": {"cniVersion", "name", "type", "deviceID", "vlan", "spoofchk", "trust", "link_state", "ipam",
-              "mac", "min_tx_rate", "max_tx_rate", "vlanQoS"},
+    # SR-IOV CNI (k8snetworkplumbingwg/sriov-cni v2.1.0, pkg/types NetConf and CNI v0.6.0's; its DPDKMode,
+    # Master, VFID, HostIFNames and ContIFNames are state the plugin derives from deviceID, not config).
+    "sriov": {"cniVersion", "name", "type", "capabilities", "ipam", "dns", "deviceID", "vlan"},
     # Userspace CNI (pkg/types NetConf of the pinned version).
     "userspace": {"cniVersion", "name", "type", "kubeconfig", "sharedDir", "logFile", "logLevel", "host",
                   "container", "ipam"},
@@ -87,15 +88,24 @@ NOT_RENDERED_WHY = {
 
 
 def rendered_models() -> list[str]:
-    """Models whose networks nfvlab renders (kernel CNIs, and the Userspace CNI's DPDK pods)."""
-    return [*CNI_OF, *userspace.NIC_PORTS]
+    """Models whose networks nfvlab renders (kernel CNIs, and the DPDK pods' CNIs)."""
+    return list(dict.fromkeys([*CNI_OF, *userspace.NIC_PORTS]))
 
 
 def dpdk_pods(scenario: Scenario, params: KubernetesParams) -> bool:
     """Does nfvlab render ``scenario`` as the draft's DPDK pods (:mod:`userspace`)? Not when the
-    profile names the cluster's own networks for it (or Calico/VPP's memif annotation)."""
+    profile names the cluster's own networks for it (or Calico/VPP's memif annotation), nor for
+    ``sriov`` with ``sriov_mode: netdevice`` (the kernel pod on netdevice VFs)."""
     return (userspace.is_userspace(scenario.model) and scenario.model not in params.networks
-            and not calico_vpp_memif(scenario, params))
+            and not calico_vpp_memif(scenario, params)
+            and not (scenario.model == "sriov" and params.sriov_mode == "netdevice"))
+
+
+def routed(scenario: Scenario, params: KubernetesParams) -> bool:
+    """host-routing on networks nfvlab renders: the pod routes via the node's end of its point-to-point
+    links, and the node routes between its NIC ports and them (nfvlab sets that up with cabling local,
+    :mod:`.node_routing`; other cabling is refused)."""
+    return CNI_OF.get(scenario.model) == "ptp" and scenario.model not in params.networks
 
 
 def renders(scenario: Scenario, params: KubernetesParams) -> bool:
@@ -209,14 +219,16 @@ def node_selector(params: KubernetesParams, pod_name: str, node: Optional[str] =
 def pod_requests(scenario: Scenario, params: KubernetesParams) -> dict[str, str]:
     """Device-plugin and hugepage requests of the NF pod (what node allocatable must have)."""
     out = {name: str(n) for name, n in params.device_resources.get(scenario.model, {}).items()}
-    if CNI_OF.get(scenario.model) == "sriov":
-        out[params.sriov_resource] = "2"
-    if dpdk_pods(scenario, params) and userspace.POD_PORTS[scenario.model] == "afxdp" and params.afxdp_resource:
+    dpdk = dpdk_pods(scenario, params)
+    if scenario.model == "sriov":  # two VFs: bound to vfio-pci for the DPDK pod, netdevices for the kernel's
+        out[params.sriov_dpdk_resource if dpdk else params.sriov_resource] = "2"
+    if dpdk and userspace.POD_PORTS[scenario.model] == "afxdp" and params.afxdp_resource:
         out[params.afxdp_resource] = "2"
-    if scenario.resources.hugepages:
-        # A DPDK pod's memory is its testpmd's (as in the embedded lab); a kernel pod's a token.
-        out["hugepages-2Mi"] = (f"{forwarder.memory_mb(userspace.MTU)}Mi" if dpdk_pods(scenario, params)
-                                else "64Mi")
+    # A DPDK pod's memory is its testpmd's (as in the embedded lab); a kernel pod's a token.
+    if dpdk and userspace.hugepages(scenario):
+        out["hugepages-2Mi"] = f"{forwarder.memory_mb(userspace.MTU)}Mi"
+    elif not dpdk and scenario.resources.hugepages:
+        out["hugepages-2Mi"] = "64Mi"
     return out
 
 
@@ -247,7 +259,7 @@ def nads(scenario: Scenario, params: KubernetesParams, run_id: str) -> list[dict
     for side in (0, 1):
         meta: dict = {"name": f"{scenario.model}-{side}", "namespace": ns, "labels": {RUN_LABEL: run_id}}
         if CNI_OF[scenario.model] == "sriov":
-            meta["annotations"] = {"k8s.v1.cni.cncf.io/resourceName": params.sriov_resource}
+            meta["annotations"] = {userspace.RESOURCE_ANNOTATION: params.sriov_resource}
         out.append({"apiVersion": NAD_API, "kind": "NetworkAttachmentDefinition", "metadata": meta,
                     "spec": {"config": json.dumps(cni_config(scenario.model, side, params, run_id),
                                                   sort_keys=True)}})
@@ -324,7 +336,7 @@ def pod(scenario: Scenario, params: KubernetesParams, run_id: str, tg_macs: list
     """An NF pod: two secondary interfaces, kernel forwarding, resources as the scenario asks."""
     res = scenario.resources
     hops = next_hops(scenario, name)
-    routed = CNI_OF.get(scenario.model) == "ptp" and scenario.model not in params.networks
+    is_routed = routed(scenario, params)
     requests, limits = cpu_resources(scenario)
     for key, qty in pod_requests(scenario, params).items():
         requests[key] = limits[key] = qty
@@ -334,10 +346,10 @@ def pod(scenario: Scenario, params: KubernetesParams, run_id: str, tg_macs: list
         mounts.append({"name": "hugepages", "mountPath": "/hugepages"})
     container = {
         "name": "forwarder", "image": params.image, "imagePullPolicy": params.image_pull_policy,
-        "command": ["/bin/sh", "-c", forwarder_script(tg_macs, hops, routed)],
+        "command": ["/bin/sh", "-c", forwarder_script(tg_macs, hops, is_routed)],
         "resources": {"requests": requests, "limits": limits},
         "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}},
-        "readinessProbe": {"exec": {"command": ["/bin/sh", "-c", readiness_script(hops, routed)]},
+        "readinessProbe": {"exec": {"command": ["/bin/sh", "-c", readiness_script(hops, is_routed)]},
                            "periodSeconds": 1},
     }
     if mounts:

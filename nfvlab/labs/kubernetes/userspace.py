@@ -1,4 +1,4 @@
-"""The draft's user-space models on Kubernetes: DPDK pods on Userspace CNI vhost-user ports.
+"""The draft's DPDK pods on Kubernetes: user-space models on Userspace CNI vhost-user ports, SR-IOV VFs.
 
 Figure 9 on a real node: the pod runs :mod:`nfvlab.labs.forwarder`'s testpmd (the draft's
 l2fwd, MAC forwarding) on two Multus interfaces from the Userspace CNI
@@ -18,6 +18,9 @@ exists once testpmd runs, OVS connects to it, and testpmd starts forwarding only
 - ``ovs-afxdp``: the same, with OVS ``afxdp`` ports on the NICs (draft §4.1.3 c).
 - ``chain-userspace``: two DPDK pods; pod1's eth2 and pod2's eth1 are both vhost-user ports of
   the same bridge, cross-connected (experiment C's east-west path).
+- ``sriov`` (``sriov_mode: dpdk``, the draft's Figure 10): testpmd on two VFs bound to vfio-pci from
+  the SR-IOV device plugin's ``sriov_dpdk_resource`` (:func:`vfio_setup`); the SR-IOV CNI's NADs
+  only record them (no netdev, no IP). No vSwitch: the NIC's embedded switch.
 - ``chain-combined``: the same east-west vhost-user link; north-south, each pod has a direct port
   (host-device CNI moves NIC 0 into pod1 as eth1, NIC 1 into pod2 as eth2; testpmd's
   net_af_packet on them, as in the embedded lab). OVS has no NIC ports then.
@@ -36,6 +39,7 @@ Cores and memory follow the embedded lab's core plan (docs/core-plan.md): OVS PM
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from typing import Optional
 
@@ -48,16 +52,24 @@ from nfvlab.scenario.resources import CorePlan
 #: on the NICs; ``vpp``: the node's VPP's own, never programmed by nfvlab).
 NIC_PORTS = {"ovs-dpdk-vhost": "af_packet", "ovs-dpdk-memif": "af_packet", "ovs-dpdk-tap": "af_packet",
              "ovs-afxdp": "afxdp",
-             "chain-userspace": "af_packet", "chain-combined": None, "vpp": "vpp", "afxdp-cni": None}
+             "chain-userspace": "af_packet", "chain-combined": None, "vpp": "vpp", "afxdp-cni": None,
+             "sriov": None}
 #: Model -> the pods' ports: ``vhostuser`` (Userspace CNI, OVS-DPDK), ``memif`` (nfvlab's OVS memif
 #: ports), ``vpp-memif`` (Userspace CNI, VPP engine: memif in the node VPP's bridge domain),
 #: ``afxdp`` (the AF_XDP CNI's netdev from the device plugin's pool), ``veth`` (the OVS CNI's veth on
-#: the node's OVS-DPDK bridge: a kernel netdev in the pod). chain-combined's chain ends are
+#: the node's OVS-DPDK bridge: a kernel netdev in the pod), ``vfio`` (an SR-IOV VF bound to vfio-pci,
+#: a PCI device testpmd drives). chain-combined's chain ends are
 #: ``direct`` ports (:func:`port_kind`).
 POD_PORTS = {"ovs-dpdk-vhost": "vhostuser", "ovs-dpdk-memif": "memif", "ovs-dpdk-tap": "veth",
              "ovs-afxdp": "vhostuser",
              "chain-userspace": "vhostuser", "chain-combined": "vhostuser", "vpp": "vpp-memif",
-             "afxdp-cni": "afxdp"}
+             "afxdp-cni": "afxdp", "sriov": "vfio"}
+#: What the pods' ports of each kind are on the vSwitch (the run's ``vswitch.pod_ports``): the OVS CNI's
+#: veths stand in for the embedded lab's OVS tap ports, which no CNI makes.
+POD_PORT_WHAT = {"vhostuser": "Userspace CNI vhost-user ports (OVS dpdkvhostuserclient, testpmd virtio_user)",
+                 "memif": "nfvlab's OVS memif ports (dpdk on net_memif, testpmd net_memif clients)",
+                 "veth": "OVS CNI veths, not OVS tap ports: the node's end a port of the OVS-DPDK bridge "
+                         "(served through the kernel, as the embedded lab's taps), testpmd af_packet on the pod's"}
 #: Models whose chain ends are NICs moved into the pods (host-device CNI).
 DIRECT_ENDS = ("chain-combined",)
 #: Why the local cluster (the node is this host) cannot run a model nfvlab renders.
@@ -88,16 +100,19 @@ def is_userspace(model: str) -> bool:
     return model in NIC_PORTS
 
 
+def hugepages(scenario: Scenario) -> bool:
+    """Does ``scenario``'s DPDK pod take its memory from hugepages? As the scenario says, always on VFs:
+    a vfio-pci VF DMAs into the pod's memory, which DPDK then pins as IOVA-contiguous 2 MB pages
+    (``--no-huge`` memory is for devices without DMA)."""
+    return scenario.resources.hugepages or POD_PORTS.get(scenario.model) == "vfio"
+
+
 def port_kind(model: str, chain: list[str], pod: str, side: int) -> str:
     """:data:`POD_PORTS`' kind, or ``direct`` (a NIC moved into the pod): ``pod``'s port ``side``."""
     j = chain.index(pod)
     if model in DIRECT_ENDS and ((j, side) == (0, 0) or (j, side) == (len(chain) - 1, 1)):
         return "direct"
     return POD_PORTS[model]
-
-
-def uses_userspace_cni(model: str) -> bool:
-    return POD_PORTS[model] in ("vhostuser", "vpp-memif")
 
 
 def runs_ovs(model: str) -> bool:
@@ -124,7 +139,8 @@ def shared_dir(params: KubernetesParams, run_id: str, pod: str) -> str:
     return f"{params.vhost_dir}/{run_id}/{pod}"
 
 
-NAD_KIND_NAMES = {"vhostuser": "vhost", "direct": "direct", "vpp-memif": "memif", "afxdp": "afxdp", "veth": "ovs"}
+NAD_KIND_NAMES = {"vhostuser": "vhost", "direct": "direct", "vpp-memif": "memif", "afxdp": "afxdp", "veth": "ovs",
+                  "vfio": "sriov"}
 #: ovs-dpdk-tap: the OpenFlow port the OVS CNI asks for (``ofport_request``) for ``pod``'s port ``side``
 #: (the CNI names the node's end of the veth at random; flows address the port by number).
 VETH_OFPORT_BASE = 10
@@ -191,10 +207,26 @@ def ovs_veth_config(params: KubernetesParams, chain: list[str], pod: str, side: 
             "ofport_request": veth_ofport(chain, pod, side)}
 
 
+def sriov_dpdk_config(pod: str, side: int) -> dict:
+    """The SR-IOV CNI config (``k8snetworkplumbingwg/sriov-cni`` v2.1.0) of ``pod``'s port ``side``: a VF
+    of the NAD's resource, its ``deviceID`` added by Multus. The CNI sees the VF's DPDK driver and only
+    records it: no netdev to move, so no IPAM, and v2.1.0 has no ``mac`` key (testpmd sets the MACs)."""
+    return {"cniVersion": "0.3.1", "type": "sriov", "name": nad_name(pod, side, "vfio")}
+
+
+def pcidevice_env(resource: str) -> str:
+    """The SR-IOV device plugin's variable listing a pod's VFs of ``resource`` (PCI addresses, comma
+    separated): ``PCIDEVICE_`` and the resource name upper-cased, ``/``, ``.`` and ``-`` as ``_``."""
+    return "PCIDEVICE_" + re.sub(r"[/.-]", "_", resource).upper()
+
+
 def direct_config(params: KubernetesParams, pod: str, side: int) -> dict:
     """The host-device CNI config moving NIC ``side`` into ``pod`` (no IP: testpmd's af_packet port)."""
     return {"cniVersion": "0.3.1", "type": "host-device", "name": nad_name(pod, side, "direct"),
             "device": params.nics[side]}
+
+
+RESOURCE_ANNOTATION = "k8s.v1.cni.cncf.io/resourceName"
 
 
 def nads(scenario: Scenario, params: KubernetesParams, run_id: str, namespace: str, chain: list[str],
@@ -215,11 +247,14 @@ def nads(scenario: Scenario, params: KubernetesParams, run_id: str, namespace: s
                 cfg = afxdp_config(params, pod, side)
             elif kind == "veth":
                 cfg = ovs_veth_config(params, chain, pod, side)
+            elif kind == "vfio":
+                cfg = sriov_dpdk_config(pod, side)
             else:
                 cfg = cni_config(params, run_id, pod, side)
             meta = {"name": nad_name(pod, side, kind), "namespace": namespace, "labels": dict(labels)}
-            if kind == "afxdp" and params.afxdp_resource:
-                meta["annotations"] = {"k8s.v1.cni.cncf.io/resourceName": params.afxdp_resource}
+            resource = {"afxdp": params.afxdp_resource, "vfio": params.sriov_dpdk_resource}.get(kind)
+            if resource:  # the device plugin's pool Multus takes the port's device from
+                meta["annotations"] = {RESOURCE_ANNOTATION: resource}
             out.append({"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
                         "metadata": meta, "spec": {"config": json.dumps(cfg, sort_keys=True)}})
     return out
@@ -241,6 +276,8 @@ def testpmd_argv(scenario: Scenario, run_id: str, pod: str, peer_macs: list[str]
                  lcores: str) -> list[str]:
     """testpmd of ``pod``: virtio_user servers on its two sockets (or memif clients of OVS's),
     MAC forwarding to ``peer_macs``."""
+    if POD_PORTS[scenario.model] == "vfio":
+        return vfio_testpmd_argv(pod, lcores)
     memif = POD_PORTS[scenario.model] == "memif"  # OVS's memif ports
     ports = []
     for side in (0, 1):
@@ -250,7 +287,7 @@ def testpmd_argv(scenario: Scenario, run_id: str, pod: str, peer_macs: list[str]
         elif kind == "afxdp":  # the pool's netdev: testpmd loads its own XDP program (DPDK 22.11)
             # The AF_XDP CNI keeps the netdev's name (no eth1/eth2): the pod reads it from
             # AFXDP_DEVICES, as the device plugin's pods do (pod_script expands the placeholder).
-            vdev = forwarder.af_xdp_vdev(side, AFXDP_DEVICE_ARG[side])
+            vdev = forwarder.af_xdp_vdev(side, DEVICE_ARG[side])
         elif kind in ("memif", "vpp-memif"):  # OVS's (nfvlab's port) or VPP's (the CNI's) the server
             path = f"{VHOST_MOUNT}/{memif_port_name(run_id, pod, side)}.sock"
             vdev = f"{forwarder.memif_devargs(side, path, 'client')},mac={mac}"
@@ -263,24 +300,69 @@ def testpmd_argv(scenario: Scenario, run_id: str, pod: str, peer_macs: list[str]
             *forwarder.forwarding_args(ports, MTU, queues=2 if memif else 1)]
 
 
-#: Placeholders in testpmd's arguments for the AF_XDP netdevs the pod got (:func:`pod_script`).
-AFXDP_DEVICE_ARG = {0: "@AFXDP_DEV0@", 1: "@AFXDP_DEV1@"}
+#: Placeholders in testpmd's arguments for what the pod learns at start-up (:func:`pod_script`
+#: expands them): its devices (AF_XDP netdev names, VF PCI addresses) as ``$dev0``/``$dev1``, and a VF
+#: pod's DPDK ports' peers as ``$peer0``/``$peer1`` (:func:`vfio_setup`).
+DEVICE_ARG = {0: "@DEV0@", 1: "@DEV1@"}
+PEER_ARG = {0: "@PEER0@", 1: "@PEER1@"}
+_SHELL_VARS = {**{ph: f"$dev{side}" for side, ph in DEVICE_ARG.items()},
+               **{ph: f"$peer{port}" for port, ph in PEER_ARG.items()}}
 #: The device plugin's environment variable naming the pod's AF_XDP netdevs (space-separated).
 AFXDP_DEVICES_ENV = "AFXDP_DEVICES"
+#: Where a VF pod reads which PF each of its VFs belongs to (sysfs, read-only in a container).
+PCI_DEVICES_DIR = "/sys/bus/pci/devices"
+#: The testpmd commands a VF pod runs before forwarding (its ports' MACs).
+TESTPMD_CMD_FILE = "/tmp/testpmd.cmd"
 
 
 def _shell_word(arg: str) -> str:
-    """``arg`` as one shell word; AF_XDP device placeholders become ``$dev0``/``$dev1``."""
-    if any(ph in arg for ph in AFXDP_DEVICE_ARG.values()):
-        for side, ph in AFXDP_DEVICE_ARG.items():
-            arg = arg.replace(ph, f"$dev{side}")
+    """``arg`` as one shell word; the placeholders of :data:`_SHELL_VARS` become shell variables."""
+    if any(ph in arg for ph in _SHELL_VARS):
+        for ph, var in _SHELL_VARS.items():
+            arg = arg.replace(ph, var)
         return f'"{arg}"'  # (vdev strings hold no $, `, \\ or ")
     return shlex.quote(arg)
 
 
-def pod_script(argv: list[str], cpus: frozenset[int], bpffs: bool = False) -> str:
-    """The DPDK pod's start-up (busybox sh): testpmd on the plan's CPUs (or, with none planned, the
-    CPUs the pod may use: a Guaranteed pod's exclusive CPU), its log kept for the readiness probe."""
+def vfio_testpmd_argv(pod: str, lcores: str) -> list[str]:
+    """testpmd of an SR-IOV DPDK pod: its two VFs allow-listed (``-a``; no vdevs), hugepages (a VF DMAs
+    into them), MAC forwarding to the peers :func:`vfio_setup` ordered by DPDK port, the MACs it set."""
+    return [forwarder.TESTPMD, lcores, "-a", DEVICE_ARG[0], "-a", DEVICE_ARG[1],
+            *eal_memory_args(True, forwarder.memory_mb(MTU), pod), *forwarder.forwarding_args([], MTU),
+            *(f"--eth-peer={port},{ph}" for port, ph in PEER_ARG.items()), f"--cmdline-file={TESTPMD_CMD_FILE}"]
+
+
+def vfio_setup(env: str, peer_macs: list[str], macs: list[str], pci_dir: str = PCI_DEVICES_DIR,
+               cmd_file: str = TESTPMD_CMD_FILE) -> list[str]:
+    """Start-up lines (busybox sh) of an SR-IOV DPDK pod: its two VFs from the device plugin's ``env``
+    as ``dev0`` (eth1's side, towards generator port 0) and ``dev1``, each port's peer, and the testpmd
+    commands setting the ports' MACs to ``macs`` (the plan the generator addresses).
+
+    The side of a VF is its PF's: the PF with the lower PCI address is ``nics[0]`` (ens1f0 before
+    ens1f1); two VFs of one PF stop the pod with the reason. DPDK numbers allow-listed devices in PCI
+    address order, so port 0 is the lower VF address, whichever side it is on.
+    """
+    q = shlex.quote
+    both = f"printf '%s\\n' \"$pf0\" \"$pf1\""
+    return [
+        f"set -- $(echo \"${env}\" | tr , ' ')",
+        f'[ $# -eq 2 ] || {{ echo "{env}=\'${env}\': want two VFs"; exit 1; }}',
+        f"pf0=$(readlink {pci_dir}/$1/physfn || true) pf1=$(readlink {pci_dir}/$2/physfn || true)",
+        "pf0=${pf0##*/} pf1=${pf1##*/}",
+        '[ -n "$pf0" ] && [ -n "$pf1" ] && [ "$pf0" != "$pf1" ] || { echo "VFs $1 (PF ${pf0:-none}) and $2 '
+        '(PF ${pf1:-none}): want one VF of each of the node\'s two PFs"; exit 1; }',
+        f'if [ "$({both} | sort | head -n 1)" = "$pf0" ]; then dev0=$1 dev1=$2; else dev0=$2 dev1=$1; fi',
+        "if [ \"$(printf '%s\\n' \"$dev0\" \"$dev1\" | sort | head -n 1)\" = \"$dev0\" ]; "
+        f"then peer0={q(peer_macs[0])} peer1={q(peer_macs[1])} mac0={q(macs[0])} mac1={q(macs[1])}; "
+        f"else peer0={q(peer_macs[1])} peer1={q(peer_macs[0])} mac0={q(macs[1])} mac1={q(macs[0])}; fi",
+        f"printf 'mac_addr set 0 %s\\nmac_addr set 1 %s\\n' \"$mac0\" \"$mac1\" >{cmd_file}",
+    ]
+
+
+def pod_script(argv: list[str], cpus: frozenset[int], bpffs: bool = False, setup: tuple[str, ...] = ()) -> str:
+    """The DPDK pod's start-up (busybox sh): ``setup`` lines, then testpmd on the plan's CPUs (or, with
+    none planned, the CPUs the pod may use: a Guaranteed pod's exclusive CPU), its log kept for the
+    readiness probe."""
     if cpus:
         where = ",".join(map(str, sorted(cpus)))
         lcores = shlex.quote(f"--lcores=0@({where}),1@({where})")
@@ -295,6 +377,7 @@ def pod_script(argv: list[str], cpus: frozenset[int], bpffs: bool = False) -> st
            f"set -- ${AFXDP_DEVICES_ENV}",
            f'[ $# -eq 2 ] || {{ echo "{AFXDP_DEVICES_ENV}=\'${AFXDP_DEVICES_ENV}\': want two AF_XDP netdevs"; exit 1; }}',
            "dev0=$1 dev1=$2"] if bpffs else []),
+        *setup,
         ": >/tmp/testpmd.log",
         f"{cmd} >>/tmp/testpmd.log 2>&1 &",
         "pid=$!",
@@ -321,31 +404,40 @@ def capabilities(kinds: set[str]) -> list[str]:
 
 def dpdk_pod(scenario: Scenario, params: KubernetesParams, run_id: str, namespace: str, name: str,
              peer_macs: list[str], core_plan: Optional[CorePlan], base: dict, chain: list[str]) -> dict:
-    """A DPDK pod of the chain: ``base`` (render.pod's spec: placement, tolerations, CPU requests) with
-    testpmd instead of the kernel forwarder, hugepages as ``hugepages-2Mi``, the shared-dir volume."""
+    """A DPDK pod of the chain: ``base`` (render.pod's spec: placement, tolerations, CPU and device
+    requests) with testpmd instead of the kernel forwarder, hugepages as ``hugepages-2Mi``, the
+    shared-dir volume (its sockets; a VF pod has none)."""
     cpus = core_plan.pods.get(name, frozenset()) if core_plan is not None else frozenset()
     argv = testpmd_argv(scenario, run_id, name, peer_macs, chain, "LCORES")
     kinds = {port_kind(scenario.model, chain, name, side) for side in (0, 1)}
-    mem_mib = forwarder.memory_mb(MTU)
+    mem_mib, huge = forwarder.memory_mb(MTU), hugepages(scenario)
     container = dict(base["spec"]["containers"][0])
     res = {k: dict(v) for k, v in container["resources"].items()}
     for part in ("requests", "limits"):
-        res[part]["memory"] = f"{(0 if scenario.resources.hugepages else mem_mib) + POD_OVERHEAD_MIB}Mi"
-        if scenario.resources.hugepages:
+        res[part]["memory"] = f"{(0 if huge else mem_mib) + POD_OVERHEAD_MIB}Mi"
+        if huge:
             res[part]["hugepages-2Mi"] = f"{mem_mib}Mi"
         if "afxdp" in kinds and params.afxdp_resource:  # the device plugin's pool: one netdev per port
             res[part][params.afxdp_resource] = "2"
-    volumes = [{"name": "shared-dir", "hostPath": {"path": shared_dir(params, run_id, name),
-                                                   "type": "DirectoryOrCreate"}}]
-    mounts = [{"name": "shared-dir", "mountPath": VHOST_MOUNT}]
-    if scenario.resources.hugepages:
+    volumes, mounts = [], []
+    if "vfio" not in kinds:
+        volumes.append({"name": "shared-dir", "hostPath": {"path": shared_dir(params, run_id, name),
+                                                           "type": "DirectoryOrCreate"}})
+        mounts.append({"name": "shared-dir", "mountPath": VHOST_MOUNT})
+    if huge:
         volumes.append({"name": "hugepages", "emptyDir": {"medium": "HugePages-2Mi"}})
         mounts.append({"name": "hugepages", "mountPath": HUGEPAGES_MOUNT})
     if "afxdp" in kinds and not params.afxdp_resource:  # no device plugin to say which (the NADs' deviceIDs)
         container["env"] = [{"name": AFXDP_DEVICES_ENV, "value": " ".join(params.nics)}]
+    setup = ()
+    if "vfio" in kinds:  # the device plugin names the VFs in the pod's environment
+        n = int(name[3:])
+        setup = tuple(vfio_setup(pcidevice_env(params.sriov_dpdk_resource), peer_macs,
+                                 [forwarder.pod_mac(n, 0), forwarder.pod_mac(n, 1)]))
     container.update({
         "name": "testpmd", "image": params.dpdk_image, "imagePullPolicy": params.image_pull_policy,
-        "command": ["/bin/sh", "-c", pod_script(argv, cpus, bpffs="afxdp" in kinds)], "resources": res,
+        "command": ["/bin/sh", "-c", pod_script(argv, cpus, bpffs="afxdp" in kinds, setup=setup)],
+        "resources": res,
         "volumeMounts": mounts, "securityContext": {"capabilities": {"add": capabilities(kinds)}},
         # (timeout: the probe shares the CPUs with busy-polling forwarders)
         "readinessProbe": {"exec": {"command": ["grep", "-q", forwarder.READY_LINE, "/tmp/testpmd.log"]},
