@@ -648,7 +648,13 @@ def test_a_trial_through_a_kubernetes_pod_counts_exactly(cluster, clean_host, mo
         assert _namespaces(cluster) == [info["namespace"]]
         # the lab profile's default TX path: XDP into the node's NIC ports (kernel pods busy no CPU)
         gen = EmbeddedGenerator(session.streams, latency_pps=100, tx="auto", busy_roles=session.busy_roles)
-        result = run_trial(gen, 4000, 1.0, 128)
+        # A trial the generator could not send on schedule (a host stall beyond its slip budget) is
+        # invalid and repeated, as a search does; exact counts are asked of the valid one.
+        for _ in range(6):
+            result = run_trial(gen, 4000, 1.0, 128)
+            if result.valid:
+                break
+        assert result.valid, result.invalid_reason
         assert (gen.tx, gen.last_report["tx"], session.busy_roles) == ("xdp", "xdp", {}), gen.tx_why
         if model == "host-routing":  # (smartnic-direct: the NIC ports are in the pod)
             dmacs, nic_macs = [st.dmac for st in session.streams], [nl.mac(None, n) for n in NICS]
