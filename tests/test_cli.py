@@ -72,10 +72,16 @@ def test_lab_models_json_lists_every_model_with_section_and_realizability():
 
 
 def test_trial_json_reports_counts_and_latency_per_direction(clean_host, tmp_path):
-    rec = tmp_path / "raw.jsonl"
-    out = nfvlab_cli("trial", "--model", "host-routing", "--frame-size", "256", "--rate-pps", "3000",
-                     "--duration-s", "1", "--json", "--records", str(rec), check=True)
-    d = json.loads(out.stdout)
+    # A trial the generator could not send on schedule (a host stall beyond its slip budget) says
+    # so and is not a measurement: asked again, as a search would, up to a few times.
+    for attempt in range(5):
+        rec = tmp_path / f"raw{attempt}.jsonl"
+        out = nfvlab_cli("trial", "--model", "host-routing", "--frame-size", "256", "--rate-pps", "3000",
+                         "--duration-s", "1", "--json", "--records", str(rec), check=True)
+        d = json.loads(out.stdout)
+        if d["valid"]:
+            break
+    assert d["valid"] and d["invalid_reason"] is None, d["invalid_reason"]
     assert len(d["directions"]) == 2
     for x in d["directions"]:
         assert x["intended_packets"] == x["sent_packets"] == x["received_packets"] == 3000
