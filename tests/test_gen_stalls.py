@@ -40,6 +40,27 @@ def test_an_injected_stall_is_measured_and_makes_the_trial_invalid(gen, count, x
     assert sched.fault is not None and "beyond the 8.0 ms its schedule absorbs" in sched.fault
 
 
+@pytest.mark.parametrize("path", ["socket", "xdp"])
+def test_a_stall_that_outlasts_the_trial_is_counted_inside_its_window(gen, count, xdp, pair, path):
+    # 0.5 s at 20 kpps: the window ends at 0.5 s + the 5 ms budget. A 60 ms stall from 0.47 s ends
+    # after it: its 35 ms inside the window count (the frames due then are never sent), so the trial
+    # is invalid rather than a valid trial with the tail lost (seen: 3917 of 4000 sent, ruled valid).
+    a, b = pair
+    if path == "xdp":
+        run("ip", "netns", "exec", b.ns, "ethtool", "-K", b.ifname, "gro", "on")  # veth NAPI for XDP frames
+    # (probes on: on the XDP path the probe loop is what requests the injected stall)
+    out, _ = run_gen(gen, "--duration-s", "0.5", "--latency-pps", "100", *count, *(xdp if path == "xdp" else []),
+                     "--inject-stall-ms", "60", "--inject-stall-at-s", "0.47", "--stream", stream(a, b, 20000))
+    assert out["tx"] == path
+    assert out["slip_budget_s"] == pytest.approx(0.005)
+    # at least the injected stall's part inside the window (0.505 - 0.47 s), never past the window
+    assert 0.034 <= out["stall_max_s"] <= 0.505, out
+    (st,) = out["streams"]
+    assert st["sent"] < st["intended"], st  # the tail due during the stall was not sent
+    sched = schedule(out)
+    assert sched.fault is not None and "beyond the 5.0 ms its schedule absorbs" in sched.fault
+
+
 def test_a_stall_within_the_slip_budget_leaves_the_trial_valid(gen, count, pair):
     # 3 s at 10 kpps: a 30 ms budget. 5 ms injected is absorbed by slipping; the frames keep their
     # spacing and all arrive. (The VM's own stalls may add to it: the rule is checked, not luck.)

@@ -206,8 +206,8 @@ void run_tx(struct config *c, int64_t t0, int64_t spin_ns, bool load)
         if (load)
             inject_stall(c, t0, &injected);
         int64_t start = mono_ns();
-        if (load && start - t0 < window)
-            note_stall(c, start - expect);
+        if (load && expect - t0 < window)  /* the part inside the window, also of a stall that outlasts it */
+            note_stall(c, (start - t0 < window ? start : t0 + window) - expect);
         bool worked = tx_pass(c, first, t0, start - t0);
         if (all_done(c))
             break;

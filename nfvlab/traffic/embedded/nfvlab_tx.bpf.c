@@ -83,19 +83,27 @@ int nfvl_tx(struct xdp_md *ctx)
 	__u32 zero = 0;
 	const struct nfvl_tx_cfg *cfg = bpf_map_lookup_elem(&tx_cfg, &zero);
 	struct nfvl_tx_state *st = bpf_map_lookup_elem(&tx_state, &zero);
-	if (!cfg || !st || st->stop)
+	if (!cfg || !st)
 		return XDP_DROP;
 	__u64 now = bpf_ktime_get_ns(), t0 = st->t0_ns, last = st->last_run_ns;
 	st->last_run_ns = now;
 	/* A stall: the loop did not run for a while inside the trial's window (stream 0's deadline
-	 * plus the slip budget; every stream has the same duration and budget). */
-	if (t0 && last && now > last + NFVL_TX_STALL_NS && now < t0 + cfg->s[0].duration_ns + cfg->s[0].slip_budget_ns) {
-		__u64 gap = now - last;
-		st->stall_total_ns += gap;
-		if (gap > st->stall_max_ns)
-			st->stall_max_ns = gap;
-		st->stalls++;
+	 * plus the slip budget; every stream has the same duration and budget). The part inside the
+	 * window counts, also of a stall that ends after it (whose frames the deadline then drops):
+	 * so it is counted before the stop flag, which may have been set meanwhile. */
+	if (t0 && last && now > last + NFVL_TX_STALL_NS) {
+		__u64 end = t0 + cfg->s[0].duration_ns + cfg->s[0].slip_budget_ns;
+		__u64 from = last > t0 ? last : t0, to = now < end ? now : end;
+		if (to > from + NFVL_TX_STALL_NS) {
+			__u64 gap = to - from;
+			st->stall_total_ns += gap;
+			if (gap > st->stall_max_ns)
+				st->stall_max_ns = gap;
+			st->stalls++;
+		}
 	}
+	if (st->stop)
+		return XDP_DROP;
 	if (!t0 || now < t0) {
 		st->ticks++;  /* nfvlab-gen sees the loop run, then sets t0 */
 		return XDP_DROP;
