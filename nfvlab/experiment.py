@@ -277,7 +277,7 @@ def _tool_runs(params: CniExperimentParams, backend, scenario: CniScenario, todo
 #: Package paths no measurement imports (the import contract "measuring never imports analysing"
 #: forbids it; tests/test_pipeline.py checks this list against the measurement stages' code).
 #: An edit there neither re-measures nor stops an interrupted run from resuming.
-ANALYSING = ("analysis.py", "analysis_cni.py", "experiments/", "plots/", "report.py", "notebook.py",
+ANALYSING = ("analysis.py", "analysis_cni.py", "experiments/", "plots/", "report/", "notebook.py",
              "notebook_run.py", "results.py", "latency.py", "stats.py", "reference.py",
              # the claims design and its sequential driver: analysis until a measurement stage runs
              # adaptive repetitions (then they decide what is measured and leave this list)

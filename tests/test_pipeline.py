@@ -108,7 +108,7 @@ MEASURING = EXPERIMENTS | {"calibration"} | ANALYSES
     ("nfvlab/labs/embedded/kernel.py", MEASURING),
     ("nfvlab/traffic/embedded/nfvlab_gen.c", MEASURING),
     ("nfvlab/labs/embedded/bpf_src/tc_redirect.c", MEASURING),
-    ("nfvlab/report.py", {"report"}),
+    ("nfvlab/report/assemble.py", {"report"}),
     ("nfvlab/plots/heatmap.py", ANALYSES | {"report", "reference_figures"}),
     ("nfvlab/notebook.py", ANALYSES | {"report"}),
     # The analysis stages run the notebooks' jupytext text; the .ipynb JupyterLab saves is no dependency.
@@ -138,7 +138,7 @@ def test_editing_code_makes_exactly_the_stages_that_use_it_stale(scratch, path, 
 
 
 @pytest.mark.parametrize("path", ["nfvlab/analysis.py", "nfvlab/analysis_cni.py", "nfvlab/plots/bars.py",
-                                  "nfvlab/plots/output.py", "nfvlab/report.py", "nfvlab/results.py"])
+                                  "nfvlab/plots/output.py", "nfvlab/report/assemble.py", "nfvlab/results.py"])
 def test_an_analysis_edit_re_measures_nothing(scratch, path):
     stale = _delta(scratch, path, _append("\n# edited\n"))
     assert stale and not stale & (EXPERIMENTS | {"calibration"}), stale

@@ -20,7 +20,7 @@ from nfvlab.records import RecordWriter
 from test_analysis_bcd import D_MEANS, b_records, c_records, d_records
 
 REPO = Path(__file__).resolve().parents[1]
-#: Provenance of the synthetic runs: what the header must show (nothing of it is in report.py).
+#: Provenance of the synthetic runs: what the header must show (nothing of it is in nfvlab/report/).
 PROVENANCE = {"cpu_model": "Test CPU 9000", "cpu_count": 7, "cpu_affinity_count": 5, "numa_nodes": 1,
               "kernel": "9.9.9-test", "git_revision": "0123456789abcdef0123", "git_dirty": True,
               "lab": {"lab_kind": "embedded"},
