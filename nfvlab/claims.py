@@ -86,10 +86,11 @@ class Design:
     def __post_init__(self):
         for name in ("alpha", "order_margin", "equivalence_margin", "power"):
             v = getattr(self, name)
-            if not 0.0 < v < 1.0:
-                raise ValueError(f"claims design: {name} must be in (0, 1), got {v}")
-        if self.n_max < 3:
-            raise ValueError(f"claims design: n_max must be >= 3, got {self.n_max}")
+            # bool is an int: `true` is no probability
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < v < 1.0:
+                raise ValueError(f"{name}: {v!r}: give a number in (0, 1)")
+        if isinstance(self.n_max, bool) or not isinstance(self.n_max, int) or self.n_max < 3:
+            raise ValueError(f"n_max: {self.n_max!r}: give a whole number >= 3")
 
 
 _DESIGN: contextvars.ContextVar = contextvars.ContextVar("nfvlab_claims_design", default=Design())
@@ -116,10 +117,15 @@ def load_design(path) -> Design:
 
     with open(path) as fh:
         data = yaml.safe_load(fh) or {}
-    unknown = set(data) - set(Design.__dataclass_fields__)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: give a mapping of {', '.join(Design.__dataclass_fields__)}")
+    unknown = sorted(set(data) - set(Design.__dataclass_fields__))
     if unknown:
-        raise ValueError(f"{path}: unknown claims design keys {sorted(unknown)}")
-    return Design(**data)
+        raise ValueError(f"{path}: {unknown[0]}: unknown key; allowed: {', '.join(Design.__dataclass_fields__)}")
+    try:
+        return Design(**data)
+    except ValueError as err:  # one line naming the file and the field
+        raise ValueError(f"{path}: {err}") from None
 
 
 @dataclass(frozen=True)

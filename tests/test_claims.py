@@ -113,6 +113,12 @@ def test_the_design_comes_from_params_claims_yaml(tmp_path):
         claims.load_design(bad)
     with pytest.raises(ValueError, match="alpha"):
         Design(alpha=1.5)
+    # a value of the wrong type: one line naming the file and the field, not a comparison error
+    for text, field in (("alpha: x\n", "alpha"), ("power: true\n", "power"), ("n_max: 2.5\n", "n_max")):
+        bad.write_text(text)
+        with pytest.raises(ValueError) as err:
+            claims.load_design(bad)
+        assert str(err.value).startswith(f"{bad}: {field}: ") and "\n" not in str(err.value)
 
 
 def test_plan_spends_at_most_alpha_and_a_fixed_n_run_is_one_look_at_full_alpha():
