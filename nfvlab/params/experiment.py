@@ -1,0 +1,142 @@
+"""An experiment's params file (models x resources (x density) x traffic x search), and the
+pipeline's other params files: calibration, profile, reference figures."""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+
+from nfvlab import linerate
+from nfvlab.params.base import FrameSize, ModelName, PositiveFloat, _Strict
+from nfvlab.params.lab import LabParams
+from nfvlab.params.measurement import SearchParams, TrafficParams, TrialParams
+
+
+def _check_ratio(v: Any) -> str:
+    from nfvlab.scenario.resources import ratio
+
+    ratio(str(v))  # ValueError names what is allowed
+    return str(v)
+
+
+Ratio = Annotated[str, BeforeValidator(_check_ratio)]
+"""Physical cores : thread sets, e.g. ``"1:1"``, ``"2:1"``, ``"1:2"``."""
+NumaScenario = Annotated[str, Field(pattern=r"^s[1-6]$")]
+
+
+class ResourceParams(_Strict):
+    """Resource knobs (draft §4.2); lists are grid axes."""
+
+    pinning: list[Literal["plan", "none", "shared", "exclusive"]] = Field(
+        default_factory=lambda: ["plan"], min_length=1)
+    """CPU pinning modes: ``plan`` (the documented core plan), or the CMK modes
+    ``none`` / ``shared`` / ``exclusive`` of Appendix B."""
+    numa: list[NumaScenario] = Field(default_factory=lambda: ["s1"], min_length=1)
+    """NUMA placement scenarios (Figure 12: s1..s4 one pod; Figure 15: s1..s6 two pods)."""
+    noisy_load_pct: Optional[int] = Field(default=None, ge=1, le=100)
+    """A noisy-neighbour pod (stress-ng) at this CPU load, percent; ``null``: none."""
+    hugepages: bool = False
+    """DPDK processes use 2 MB hugepages (reserved per lab, given back)."""
+    pcdr4sw: Ratio = "1:1"
+    """Physical cores : vSwitch dataplane thread sets (seed 001)."""
+    pcdr4nf: Ratio = "1:1"
+    """Physical cores : NF dataplane thread sets (seed 001)."""
+
+
+class DensityParams(_Strict):
+    """NFV service density grid (seed 001): kernel-router NFs behind the worker's router."""
+
+    topologies: list[Literal["csc", "csp"]] = Field(default_factory=lambda: ["csc", "csp"], min_length=1)
+    """``csc``: CNF service chain (snake through the switch); ``csp``: pipeline."""
+    instances: list[Annotated[int, Field(ge=1, le=10)]] = Field(default_factory=lambda: [1, 2], min_length=1)
+    """Service instances (matrix rows)."""
+    nfs_per_instance: list[Annotated[int, Field(ge=1, le=10)]] = Field(
+        default_factory=lambda: [1, 2], min_length=1)
+    """Network functions per service instance (matrix columns)."""
+
+
+class ExperimentParams(_Strict):
+    """One experiment: models x resources (x density) x traffic x search, repeated."""
+
+    experiment: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    models: list[ModelName] = Field(default_factory=lambda: ["linux-bridge"], min_length=1)
+    repetitions: int = Field(default=1, ge=1, le=1000)
+    """Independent measurements of every configuration (for statistics)."""
+    lab: LabParams = Field(default_factory=LabParams)
+    resources: ResourceParams = Field(default_factory=ResourceParams)
+    density: Optional[DensityParams] = None
+    """Set: measure the service density matrix; ``models`` must then be
+    ``[host-routing]`` (the worker's router is the switch)."""
+    traffic: TrafficParams = Field(default_factory=TrafficParams)
+    trial: TrialParams = Field(default_factory=TrialParams)
+    search: SearchParams = Field(default_factory=SearchParams)
+    latency_load_fractions: list[Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=lambda: [0.0, 0.1, 0.5, 0.9])
+    """Latency under load: after each search, one latency trial at each of these fractions
+    (0..1) of the rate found for ``latency_goal``, as FD.io CSIT does; 0 = probes only (a
+    trial at ``traffic.latency_pps``). Empty: no latency trials."""
+    latency_goal: Literal["ndr", "pdr"] = "pdr"
+    """Goal whose rate the load fractions apply to (the search's first goal when it has no such goal)."""
+    mtu_bytes: Optional[list[Annotated[int, Field(ge=1280, le=linerate.MAX_FRAME_BYTES - 18)]]] = Field(
+        default=None, min_length=1)
+    """IP MTU grid axis, bytes (1280..9000): every model is measured at each MTU, set on the
+    whole data path (cables, vSwitch ports, DPDK apps, pod interfaces) and recorded as the
+    ``mtu_bytes`` label; a frame size above a cell's MTU + 18 B is skipped with a
+    ``frame-too-large`` note. ``null``: the lab's MTU (``lab.mtu``), capped by each model's ports."""
+
+    @field_validator("latency_load_fractions")
+    @classmethod
+    def _unique_fractions(cls, v: list[float]) -> list[float]:
+        if len(set(v)) != len(v):
+            raise ValueError("each load fraction once")
+        return v
+
+    @field_validator("mtu_bytes")
+    @classmethod
+    def _unique_mtus(cls, v: Optional[list[int]]) -> Optional[list[int]]:
+        if v is not None and len(set(v)) != len(v):
+            raise ValueError("each MTU once")
+        return v
+
+    @model_validator(mode="after")
+    def _mtus_fit(self) -> "ExperimentParams":
+        if self.mtu_bytes is None:
+            return self
+        too_big = [m for m in self.mtu_bytes if m > self.lab.mtu]
+        if too_big:
+            raise ValueError(f"mtu_bytes: {too_big[0]} is above the lab's link MTU lab.mtu ({self.lab.mtu})")
+        largest = max(self.mtu_bytes) + 18
+        sizes = [f for f in self.traffic.frame_sizes if f != "IMIX" and f > largest]
+        if sizes:
+            raise ValueError(f"traffic.frame_sizes: {sizes[0]} is above the largest mtu_bytes + 18 ({largest})")
+        return self
+
+    @model_validator(mode="after")
+    def _density_switch(self) -> "ExperimentParams":
+        if self.density is not None and self.models != ["host-routing"]:
+            raise ValueError("with density, models must be [host-routing] (the switch of the "
+                             "service matrix)")
+        return self
+
+
+class CalibrationParams(_Strict):
+    """The calibration stage (``params/<profile>/calibration.yaml``)."""
+
+    frame_sizes: list[FrameSize] = Field(default_factory=lambda: [64, 512, 1518], min_length=1)
+    """Frame sizes to find the generator's ceiling at (those the experiments use)."""
+    duration_s: PositiveFloat = 1.0
+    """Trial duration of the ceiling search, seconds."""
+    bidirectional: bool = True
+
+
+class ProfileParams(_Strict):
+    """Which params profile the pipeline measures (``params/profile.yaml``)."""
+
+    profile: Literal["quick", "full"] = "quick"
+
+
+class ReferenceParams(_Strict):
+    """The reference-figures stage (``params/reference.yaml``)."""
+
+    dpi: int = Field(default=100, ge=50, le=300)
+    """Resolution of the rendered PNGs, dots per inch."""
