@@ -58,12 +58,13 @@ class TrexParams(_Strict):
     settle_s: float = Field(default=0.5, ge=0, le=10)
     """Seconds waited after the last frame left for frames still in flight, before counters
     are read (TRex removes its RX filters only then)."""
-    stop_tolerance_s: float = Field(default=0.05, ge=0, le=1)
-    """Seconds past the intended duration (plus 1 % of it) the server may take to finish
-    sending; then nfvlab stops it and the frames it had not sent count as loss, as CSIT does
-    (a server sending late would otherwise turn "sent late" into "no loss"). A trial whose
-    traffic still ran after that (the stop itself was late) is invalid
-    (docs/methodology.md, "Invalid trials")."""
+    stop_tolerance_s: float = Field(default=0.01, ge=0, le=1)
+    """Seconds past the intended duration, counted from the server's confirmed start, the
+    server may take to finish sending; then nfvlab stops it and the frames it had not sent
+    count as loss, as CSIT does (a server sending late, e.g. backpressured by the DUT, would
+    otherwise turn "sent late" into "no loss"). A trial whose stop came later than that by
+    more than 20 ms (the client stalled) is invalid (docs/methodology.md, "Invalid trials").
+    0.01 s: a real server's traffic ended within it whenever it kept up (docs/trex.md)."""
     l2_dst_macs: Optional[list[str]] = None
     """Destination MAC per TRex port (same order as ``ports``): puts the ports in L2 mode
     towards the DUT at connect time. None keeps the server's own port configuration."""

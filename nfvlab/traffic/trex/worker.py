@@ -17,7 +17,7 @@ per direction, clear stats, start every tx port with an absolute ``"<X>pps"``
 multiplier (TRex keeps latency streams at their own rate and scales the others so the
 port total is X), wait for the duration (not ``wait_on_traffic``: it removes RX
 filters and hangs when the duration stretches), stop if the server has not finished by
-the deadline (RX filters removed only after ``settle_s``), wait for frames in flight,
+the deadline (the duration counted from the confirmed start, plus ``stop_tolerance_s``; RX filters removed only after ``settle_s``), wait for frames in flight,
 then read the per-stream counters. Counters are never read while traffic runs.
 
 ``python worker.py --sim`` reads one trial request on stdin and prints the stream
@@ -381,21 +381,28 @@ class Session:
         except Exception as e:
             self._stop_quietly(tx_ports)
             raise WorkerError(f"TRex refused to start traffic: {one_line(e)}", kind="start") from None
-        deadline = t0 + stop_at
-        time.sleep(max(0.0, duration - 0.05))
+        # the server's traffic began between t0 and now: it gets its duration from now, plus the
+        # tolerance, never more (a late server must not turn "sent late" into "no loss")
+        started = time.monotonic()
+        deadline = started + stop_at
+        time.sleep(max(0.0, deadline - time.monotonic() - 0.06))
         while time.monotonic() < deadline and self._active(tx_ports):
-            time.sleep(0.01)
-        stopped_by = "server"
+            time.sleep(0.005)
+        stopped_by, stop_late_s = "server", 0.0
         if self._active(tx_ports):
             stopped_by = "client"
-            # traffic ran this long (the stop RPC takes effect within milliseconds)
-            tx_seconds = time.monotonic() - t0
+            # traffic ran this long (the stop RPC takes effect within milliseconds); a stop later
+            # than the deadline (this process stalled) let frames out late: the trial says so
+            now = time.monotonic()
+            tx_seconds, stop_late_s = now - t0, max(0.0, now - deadline)
             c.stop(ports=tx_ports, rx_delay_ms=int(settle * 1000))
         else:
             ends = [c.ports[x].tx_stopped_ts for x in tx_ports
                     if getattr(c.ports[x], "tx_stopped_ts", None)]
             end = max(ends) if ends else datetime.datetime.now()
             tx_seconds = (end - w0).total_seconds()
+            # finished after the deadline (this process stalled through it): frames left late
+            stop_late_s = max(0.0, tx_seconds - (started - t0) - stop_at)
             waited = (datetime.datetime.now() - end).total_seconds()
             if waited < settle:
                 time.sleep(settle - waited)
@@ -409,7 +416,8 @@ class Session:
                                                               "ibytes", "oerrors", "ierrors")}
                       for x in self.ports}
         return {"pgid_stats": rc.data(), "port_stats": port_stats,
-                "tx_seconds": round(tx_seconds, 4), "stopped_by": stopped_by}
+                "tx_seconds": round(tx_seconds, 4), "start_s": round(started - t0, 4),
+                "stop_late_s": round(stop_late_s, 4), "stopped_by": stopped_by}
 
     def _active(self, ports) -> bool:
         return bool(set(self.c.get_active_ports()) & set(ports))
