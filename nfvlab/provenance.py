@@ -35,10 +35,11 @@ PACKAGES: tuple[str, ...] = (
 )
 
 #: Bumped when keys of the :func:`collect` dict change meaning or are removed.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: generator_source_sha256 covers every generator source, not nfvlab_gen.c alone
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
-_GENERATOR_SOURCE = _PACKAGE_DIR / "traffic" / "embedded" / "nfvlab_gen.c"
+#: Where the embedded generator's sources are: every ``nfvlab_*.c`` / ``nfvlab_*.h`` there is one.
+_GENERATOR_DIR = _PACKAGE_DIR / "traffic" / "embedded"
 _SUBPROCESS_TIMEOUT_S = 5.0
 
 
@@ -168,10 +169,16 @@ def _numa_nodes() -> Optional[int]:
     return n or None
 
 
-def _file_sha256(path: Path) -> Optional[str]:
-    if not path.is_file():
+def sources_sha256(directory: Path) -> Optional[str]:
+    """SHA-256 (hex) over the ``nfvlab_*.c`` / ``nfvlab_*.h`` files of ``directory`` in name order:
+    each file's name, a NUL, its bytes' SHA-256, a newline; None when there is none."""
+    files = sorted([*directory.glob("nfvlab_*.c"), *directory.glob("nfvlab_*.h")], key=lambda f: f.name)
+    if not files:
         return None
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0" + hashlib.sha256(f.read_bytes()).hexdigest().encode() + b"\n")
+    return h.hexdigest()
 
 
 def _nfvlab_version() -> Optional[str]:
@@ -258,9 +265,8 @@ def collect(params: dict | None = None) -> dict:
         ``packages`` (dict of str to str or None)
             Versions of the Debian packages in :data:`PACKAGES`.
         ``generator_source_sha256`` (str)
-            SHA-256 (hex) of ``nfvlab/traffic/embedded/nfvlab_gen.c``, the generator's
-            main source (not of the other sources it lists: the compiled binary's
-            name, the generator identity's ``version``, covers them all).
+            :func:`sources_sha256` of ``nfvlab/traffic/embedded``: every source the generator,
+            its TX and its counting BPF programs are built from (``None`` without them).
         ``params`` (dict or None)
             As given.
     """
@@ -295,6 +301,6 @@ def collect(params: dict | None = None) -> dict:
         "hugepages_total": meminfo.get("HugePages_Total"),
         "hugepage_size_bytes": meminfo.get("Hugepagesize"),
         "packages": _safe(debian_package_versions) or {p: None for p in PACKAGES},
-        "generator_source_sha256": _safe(lambda: _file_sha256(_GENERATOR_SOURCE)),
+        "generator_source_sha256": _safe(lambda: sources_sha256(_GENERATOR_DIR)),
         "params": _copy_params(params),
     }

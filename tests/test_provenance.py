@@ -89,18 +89,24 @@ def test_missing_package_is_none():
     assert v["dpkg"] and v["dpkg"][0].isdigit()
 
 
-def test_generator_hash():
-    src = Path(provenance.__file__).parent / "traffic" / "embedded" / "nfvlab_gen.c"
-    expected = hashlib.sha256(src.read_bytes()).hexdigest() if src.is_file() else None
-    assert collect()["generator_source_sha256"] == expected
-
-
-def test_generator_hash_of_patched_source(tmp_path, monkeypatch):
-    src = tmp_path / "nfvlab_gen.c"
-    src.write_bytes(b"int main(void) { return 0; }\n")
-    monkeypatch.setattr(provenance, "_GENERATOR_SOURCE", src)
-    assert collect()["generator_source_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
-    monkeypatch.setattr(provenance, "_GENERATOR_SOURCE", tmp_path / "absent.c")
+def test_generator_hash_covers_every_generator_source(tmp_path, monkeypatch):
+    here = Path(provenance.__file__).parent / "traffic" / "embedded"
+    assert collect()["generator_source_sha256"] == provenance.sources_sha256(here)
+    for name in ("nfvlab_gen.c", "nfvlab_gen_pacing.c", "nfvlab_gen.h", "nfvlab_tx.bpf.c"):
+        (tmp_path / name).write_bytes((here / name).read_bytes())
+    (tmp_path / "README").write_text("not a source")
+    monkeypatch.setattr(provenance, "_GENERATOR_DIR", tmp_path)
+    before = collect()["generator_source_sha256"]
+    expected = hashlib.sha256(b"".join(
+        name.encode() + b"\0" + hashlib.sha256((tmp_path / name).read_bytes()).hexdigest().encode() + b"\n"
+        for name in sorted(("nfvlab_gen.c", "nfvlab_gen_pacing.c", "nfvlab_gen.h", "nfvlab_tx.bpf.c")))).hexdigest()
+    assert before == expected
+    (tmp_path / "README").write_text("still not a source")     # not a source: the same hash
+    assert collect()["generator_source_sha256"] == before
+    with open(tmp_path / "nfvlab_gen_pacing.c", "a") as f:      # a source other than main's: changed
+        f.write("/* edit */\n")
+    assert collect()["generator_source_sha256"] != before
+    monkeypatch.setattr(provenance, "_GENERATOR_DIR", tmp_path / "absent")
     assert collect()["generator_source_sha256"] is None
 
 
