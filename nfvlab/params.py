@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -418,6 +419,44 @@ class DensityParams(_Strict):
     """Network functions per service instance (matrix columns)."""
 
 
+class AdaptiveParams(_Strict):
+    """Adaptive repetitions (docs/methodology.md, "Claims"): after the ``repetitions`` every
+    configuration gets (the plan's first look), the runner adds repetitions to the configurations
+    an undecided claim compares, ``step`` at a time (the planned looks), until every claim is decided
+    or the budget is spent: ``max_repetitions`` per configuration and, if given, ``seconds`` of
+    added measurement. Absent (null): a fixed-n run."""
+
+    max_repetitions: int = Field(strict=True, ge=2, le=1000)
+    """Most repetitions of any configuration (the last planned look); at least ``repetitions``."""
+    step: int = Field(default=1, strict=True, ge=1, le=1000)
+    """Repetitions added between two looks."""
+    seconds: Optional[Annotated[float, Field(gt=0, le=86400)]] = None
+    """Time budget of the added repetitions (null: only ``max_repetitions`` bounds them)."""
+
+    @field_validator("seconds", mode="before")
+    @classmethod
+    def _seconds_number(cls, v: Any) -> Any:
+        if isinstance(v, bool) or not (v is None or isinstance(v, (int, float))):
+            raise ValueError(f"{v!r}: give a number of seconds")
+        return v
+
+
+def _adaptive_fits(v: Optional[AdaptiveParams], info) -> Optional[AdaptiveParams]:
+    """``adaptive`` against the experiment's ``repetitions`` (the plan's first look)."""
+    reps = info.data.get("repetitions")
+    if v is None or reps is None:
+        return v
+    if reps < 2:
+        raise ValueError(f"needs repetitions >= 2 (the first look tests them), got {reps}")
+    if v.max_repetitions < reps:
+        raise ValueError(f"max_repetitions: {v.max_repetitions} is below repetitions ({reps})")
+    return v
+
+
+#: The ``adaptive:`` field of an experiment's params (one line in each model).
+Adaptive = Annotated[Optional[AdaptiveParams], AfterValidator(_adaptive_fits)]
+
+
 class ExperimentParams(_Strict):
     """One experiment: models x resources (x density) x traffic x search, repeated."""
 
@@ -446,6 +485,7 @@ class ExperimentParams(_Strict):
     whole data path (cables, vSwitch ports, DPDK apps, pod interfaces) and recorded as the
     ``mtu_bytes`` label; a frame size above a cell's MTU + 18 B is skipped with a
     ``frame-too-large`` note. ``null``: the lab's MTU (``lab.mtu``), capped by each model's ports."""
+    adaptive: Adaptive = None  # adaptive repetitions (AdaptiveParams); null: a fixed-n run
 
     @field_validator("latency_load_fractions")
     @classmethod
@@ -687,6 +727,7 @@ class CniExperimentParams(_Strict):
     repetitions: _CniInt = Field(default=CniGrid.repetitions, ge=1, le=1000)
     iperf: Annotated[IperfParams, _cni_tool(IperfParams, "iperf")] = Field(default_factory=IperfParams)
     wrk: Annotated[WrkParams, _cni_tool(WrkParams, "wrk")] = Field(default_factory=WrkParams)
+    adaptive: Adaptive = None  # adaptive repetitions (AdaptiveParams); null: a fixed-n run
 
     @field_validator("data_paths", "link_mtus_bytes")
     @classmethod
