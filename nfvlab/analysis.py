@@ -18,7 +18,7 @@ from typing import Iterable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from nfvlab import claims, latency, linerate, results, stats
+from nfvlab import claims, claimsets, latency, linerate, results, stats
 from nfvlab.plots.bars import grouped_bars
 from nfvlab.plots.latency import spectrum_figure
 from nfvlab.plots.output import figure_style, new_figure, save_png
@@ -269,8 +269,7 @@ def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches:
         why = "; ".join(f"{v}: {status.get(v, 'not in the experiment')}" for v in missing)
         rows.append({"claim": claim, "condition": condition, "verdict": "not testable", "n": 0,
                      "reason": "a configuration it needs was not measured", "detail": f"on this host: {why}"})
-        chains = list(dict.fromkeys(tuple(v for v in c if v not in missing) for c in chains))
-        chains = [c for c in chains if len(c) >= 2]
+        chains = claimsets.testable_part(chains, missing)
         if not chains:
             return rows
         sep = " > " if kind == "order" else " ~ "
@@ -280,6 +279,19 @@ def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches:
                                   design or claims.current_design())
     rows.append({"claim": claim, "condition": condition, **{k: v[k] for k in CLAIM_COLUMNS if k in v}})
     return rows
+
+
+def plan_of(records: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> Optional[claims.Plan]:
+    """The planned looks of the run the tables read (``run`` as :func:`nfvlab.results.selected_runs`): from
+    its run record's params, ``Plan(first=repetitions, step, max_repetitions)`` when they have an
+    ``adaptive`` section (adaptive repetitions, docs/methodology.md "Claims"); None for a fixed-n run
+    (one look at the full alpha, as before adaptive runs existed)."""
+    for _path, recs in results.selected_runs(records, run):
+        params = next((r.get("params") or {} for r in recs if r["type"] == "run"), {})
+        ad = params.get("adaptive")
+        if ad:
+            return claims.Plan(int(params["repetitions"]), int(ad.get("step") or 1), int(ad["max_repetitions"]))
+    return None
 
 
 def select(df: pd.DataFrame, **conditions) -> pd.DataFrame:

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Optional
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from nfvlab import results, stats
-from nfvlab.analysis import CLAIM_COLUMNS, THROUGHPUT_INTERVAL, claim_counts, claim_rows
-from nfvlab.claims import current_design
+from nfvlab import claimsets, results, stats
+from nfvlab.analysis import CLAIM_COLUMNS, THROUGHPUT_INTERVAL, claim_counts, claim_rows, plan_of
+from nfvlab.claims import Plan, current_design
 from nfvlab.plots.output import figure_style, new_figure, save_png
 
 PathLike = str | Path
@@ -163,21 +164,6 @@ def not_realizable_table(notes: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------
 # claims
 # ---------------------------------------------------------------------------
-def order_rows(claim: str, condition: str, chains: Sequence[Sequence], data: pd.DataFrame, by: str, value: str,
-               status: dict) -> list[dict]:
-    """Claim "each chain is in decreasing ``value``": :func:`nfvlab.analysis.claim_rows` (order)."""
-    return claim_rows(claim, condition, chains, data, by, status, kind="order", value=value)
-
-
-def equivalence_rows(claim: str, condition: str, pairs: Sequence[tuple], data: pd.DataFrame, by: str, value: str,
-                     status: dict) -> list[dict]:
-    """Claim "each pair is about equal" (within the design's ``equivalence_margin``, TOST):
-    :func:`nfvlab.analysis.claim_rows` (equality); the margin is added to the condition."""
-    margin = current_design().equivalence_margin
-    return claim_rows(claim, f"{condition}; margin +-{margin:.0%}", pairs, data, by, status, kind="equality",
-                      value=value)
-
-
 def _status_map(table: pd.DataFrame, by: str, **conditions) -> dict:
     sub = table
     for c, v in conditions.items():
@@ -191,8 +177,11 @@ def _sel(df: pd.DataFrame, **conditions) -> pd.DataFrame:
     return df
 
 
-def claims(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame) -> pd.DataFrame:
+def claims(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame, plan: Optional[Plan] = None) -> pd.DataFrame:
     """The seed's claims (slides "Observation for TCP performance" and the HTTP ones), :data:`CLAIM_COLUMNS`.
+
+    Which claims, in which order: :func:`nfvlab.claimsets.cni_claims` (the adaptive runner reads the
+    same definitions), over the levels of the tcp and http tables:
 
     1. Direct routing beats overlays: TCP goodput direct > vxlan and direct > ipip, per direction and MTU.
     2. Larger MTU helps overlays: goodput increases with the link MTU (adjacent MTUs), per overlay and direction.
@@ -203,57 +192,30 @@ def claims(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame) -> pd.DataFra
     5. Node to pod beats pod to pod: TCP node-pod > pod-pod per path and MTU.
     6. Host to pod ~ host to service for small files (requests/s at the smallest file size, TOST),
        and host to pod > host to service for large files at large MTU (largest file, largest MTU).
+
+    ``plan``: the planned looks of an adaptive run (:func:`plan_of`); None: a fixed-n run.
     """
-    t, h = m[m["protocol"] == "tcp"], m[m["protocol"] == "http"]
-    mtus = list(dict.fromkeys(tcp["link_mtu_bytes"]))
-    rows: list[dict] = []
-    for d, mtu in itertools.product(dict.fromkeys(tcp["direction"]), mtus):
-        st_ = _status_map(tcp, "data_path", direction=d, link_mtu_bytes=mtu)
-        data = _sel(t, direction=d, link_mtu_bytes=mtu)
-        rows += order_rows("direct routing beats overlays (TCP goodput)", f"{d}, link MTU {mtu} B",
-                           [["direct", "vxlan"], ["direct", "ipip"]], data, "data_path", "goodput_gbps", st_)
-    for overlay, d in itertools.product(("vxlan", "ipip"), dict.fromkeys(tcp["direction"])):
-        st_ = _status_map(tcp, "link_mtu_bytes", direction=d, data_path=overlay)
-        data = _sel(t, direction=d, data_path=overlay)
-        rows += order_rows("larger MTU helps overlays (TCP goodput)", f"{overlay}, {d}", [sorted(mtus, reverse=True)],
-                           data, "link_mtu_bytes", "goodput_gbps", st_ or {v: "not in the experiment" for v in mtus})
-    for d in dict.fromkeys(tcp["direction"]):
-        st_ = _status_map(tcp, "link_mtu_bytes", direction=d, data_path="direct")
-        base = min(mtus) if mtus else None
-        rows += equivalence_rows("MTU barely matters for direct routing (TCP goodput)", f"direct, {d}",
-                                 [(x, base) for x in sorted(mtus) if x != base], _sel(t, direction=d, data_path="direct"),
-                                 "link_mtu_bytes", "goodput_gbps", st_ or {v: "not in the experiment" for v in mtus})
-    for d, mtu in itertools.product(dict.fromkeys(tcp["direction"]), mtus):
-        st_ = _status_map(tcp, "data_path", direction=d, link_mtu_bytes=mtu)
-        rows += order_rows("IPIP slightly beats VXLAN (TCP goodput)", f"{d}, link MTU {mtu} B", [["ipip", "vxlan"]],
-                           _sel(t, direction=d, link_mtu_bytes=mtu), "data_path", "goodput_gbps", st_)
-    for p, mtu in itertools.product(dict.fromkeys(tcp["data_path"]), mtus):
-        st_ = _status_map(tcp, "direction", data_path=p, link_mtu_bytes=mtu)
-        if not any(v == "measured" for v in st_.values()):
-            continue  # the path's own status is in the other claims' rows
-        rows += order_rows("node to pod beats pod to pod (TCP goodput)", f"{p}, link MTU {mtu} B",
-                           [["node-pod", "pod-pod"]], _sel(t, data_path=p, link_mtu_bytes=mtu), "direction",
-                           "goodput_gbps", st_)
     sizes = sorted(x for x in dict.fromkeys(http["file_bytes"]) if x is not None and not pd.isna(x))
-    http_mtus = sorted(x for x in dict.fromkeys(http["link_mtu_bytes"]))
-    for p in dict.fromkeys(http["data_path"]):
-        if sizes:
-            for mtu in http_mtus:
-                st_ = _status_map(http, "direction", data_path=p, link_mtu_bytes=mtu, file_bytes=sizes[0])
-                if not any(v == "measured" for v in st_.values()):
-                    continue
-                rows += equivalence_rows(
-                    "host to pod ~ host to service for small files (HTTP requests/s)",
-                    f"{p}, link MTU {mtu} B, {sizes[0]} B files", [("host-pod", "host-service")],
-                    _sel(h, data_path=p, link_mtu_bytes=mtu, file_bytes=sizes[0]), "direction", "requests_per_s", st_)
-        if len(sizes) > 1 and http_mtus:
-            mtu = http_mtus[-1]
-            st_ = _status_map(http, "direction", data_path=p, link_mtu_bytes=mtu, file_bytes=sizes[-1])
-            if any(v == "measured" for v in st_.values()):
-                rows += order_rows("host to pod beats host to service for large files at large MTU (HTTP requests/s)",
-                                   f"{p}, link MTU {mtu} B, {sizes[-1]} B files", [["host-pod", "host-service"]],
-                                   _sel(h, data_path=p, link_mtu_bytes=mtu, file_bytes=sizes[-1]), "direction",
-                                   "requests_per_s", st_)
+    specs = claimsets.cni_claims(tcp_paths=dict.fromkeys(tcp["data_path"]),
+                                 tcp_directions=dict.fromkeys(tcp["direction"]),
+                                 tcp_mtus=list(dict.fromkeys(tcp["link_mtu_bytes"])),
+                                 http_paths=dict.fromkeys(http["data_path"]),
+                                 http_mtus=sorted(x for x in dict.fromkeys(http["link_mtu_bytes"])), file_sizes=sizes)
+    rows: list[dict] = []
+    for spec in specs:
+        where = {k: v for k, v in spec.where.items() if k != "protocol"}
+        table = tcp if spec.where["protocol"] == "tcp" else http
+        st_ = _status_map(table, spec.by, **where)
+        if spec.if_measured and not any(v == "measured" for v in st_.values()):
+            continue  # the configuration's own status is in the other claims' rows
+        data = _sel(m[m["protocol"] == spec.where["protocol"]], **where)
+        if spec.kind == "order":
+            rows += claim_rows(spec.claim, spec.condition, spec.chains, data, spec.by, st_, kind="order",
+                               value=spec.value, plan=plan)
+        else:  # about equal within the design's equivalence_margin (TOST); the margin is added to the condition
+            margin = current_design().equivalence_margin
+            rows += claim_rows(spec.claim, f"{spec.condition}; margin +-{margin:.0%}", spec.chains, data, spec.by,
+                               st_, kind="equality", value=spec.value, plan=plan)
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 
@@ -266,7 +228,7 @@ def tables(records: PathLike) -> dict[str, pd.DataFrame]:
     m, notes = _inputs(records)
     tcp, http = tcp_table(m, notes), http_table(m, notes)
     return {"tcp": tcp, "http": http, "not_realizable": not_realizable_table(notes),
-            "claims": claims(m, tcp, http)}
+            "claims": claims(m, tcp, http, plan_of(records))}
 
 
 # ---------------------------------------------------------------------------

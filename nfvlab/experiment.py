@@ -13,20 +13,23 @@ the reason, never as a number. Input problems are found before any lab exists.
 Experiment E (:class:`~nfvlab.params.CniExperimentParams`: CNI data paths x link MTUs, tool
 runs instead of searches) runs on the same seams (:func:`run_tools`): its scenarios realized
 by the lab backend, the same records, resume and progress lines.
+With an ``adaptive:`` section in its params it then adds repetitions to the configurations of
+its claims still undecided (:func:`adapt`: :mod:`nfvlab.adaptive` over :mod:`nfvlab.claimsets`).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional, TextIO, Union
+from typing import Callable, Iterable, Iterator, Optional, TextIO, Union
 
-from nfvlab import labs, measure
+from nfvlab import adaptive, claims, claimsets, labs, measure
 from nfvlab.calibrate import Calibration
 from nfvlab.params import CniExperimentParams, ExperimentParams
 from nfvlab.provenance import code_digest
@@ -121,6 +124,8 @@ def _recording(name: str, dump: dict, records: Union[str, Path], prov_extra: dic
 def _dump(params, source: Optional[str]) -> dict:
     """The run record's params: the params, their :func:`fingerprint`, the file they came from."""
     dump = params.model_dump()
+    if dump.get("adaptive", 0) is None:  # a fixed-n run: its run record as before adaptive runs existed
+        del dump["adaptive"]
     dump["fingerprint"] = fingerprint(dump)
     if source:
         dump["source"] = source
@@ -149,6 +154,9 @@ def run_experiment(params: Union[ExperimentParams, CniExperimentParams], records
     if isinstance(params, CniExperimentParams):
         return run_tools(params, records, backend=backend, progress=progress, source=source, resume=resume)
     resume = _resume(resume)
+    if params.adaptive is not None:
+        raise measure.InputError(f"adaptive: adaptive repetitions are wired for experiment E's tool runs only, "
+                                 f"not {params.experiment}'s searches: remove adaptive: from its params")
     problem = output_problem(Path(records), "file")
     if problem:  # before the lab: notebooks and the pipeline call this without the CLI's checks
         raise measure.InputError(f"records {problem}")
@@ -217,7 +225,9 @@ def run_tools(params: CniExperimentParams, records: Union[str, Path], *, backend
     backend's facts and the tools' versions), one ``measurement`` per tool run (labels:
     :func:`nfvlab.scenario.cni.step_labels`) appended as it finishes, a ``not-realizable`` note per
     (path, MTU) the lab cannot realize, a ``measurement-failed`` note per failed tool run (the run
-    goes on). Resume as :func:`run_experiment`, by tool run. Raises
+    goes on). Resume as :func:`run_experiment`, by tool run. With ``params.adaptive``, after the fixed
+    repetitions: adaptive repetitions (:func:`adapt`; each added tool run labelled ``added_look`` /
+    ``added_reason``, the run's last note of kind ``adaptive`` says why it stopped). Raises
     :class:`nfvlab.measure.InputError` (not root, cluster unreachable, an unusable records path)
     before anything is created.
     """
@@ -251,6 +261,8 @@ def run_tools(params: CniExperimentParams, records: Union[str, Path], *, backend
             if todo:
                 _tool_runs(params, backend, sc, todo, rec, bar)
         bar.note(f"done: {bar.done} tool runs in {_duration(time.monotonic() - bar.t0)}")
+        if params.adaptive is not None:
+            _adapt_tools(params, backend, runnable, records, rec, bar)
         return rec.run_id
 
 
@@ -261,27 +273,145 @@ def _tool_runs(params: CniExperimentParams, backend, scenario: CniScenario, todo
         if any(s[1] == "http" for s in todo):
             tcp.start_nginx(lab, ns=at["pod2"].ns, bind_ip=at["pod2"].address, file_bytes=params.wrk.file_bytes)
         for step in todo:
-            labels = step_labels(scenario, step)
-            rep, proto, direction, size = step
-            what = f"{scenario.label} {proto} {direction}{f' {size} B' if size else ''} rep {rep}"
-            try:
-                tool, result = tcp.run_step(lab, at, params.grid, step)
-            except tcp.ToolError as err:
-                rec.note(f"measurement failed: {err}", kind="measurement-failed", **labels)
-                bar.update(what, f"failed: {err}")
-                continue
-            rec.measurement(tool, result, **labels)
-            bar.update(what, tcp.outcome(tool, result))
+            _tool_run(params, lab, at, scenario, step, rec, bar)
+
+
+def _tool_run(params: CniExperimentParams, lab, at, scenario: CniScenario, step: Step, rec: RecordWriter, bar,
+              extra: Optional[dict] = None) -> float:
+    """One tool run recorded (``extra``: labels of an added repetition); the rate its claims compare
+    (:func:`nfvlab.claimsets.tool_rate`; NaN when it failed)."""
+    labels = {**step_labels(scenario, step), **(extra or {})}
+    rep, proto, direction, size = step
+    what = f"{scenario.label} {proto} {direction}{f' {size} B' if size else ''} rep {rep}"
+    try:
+        tool, result = tcp.run_step(lab, at, params.grid, step)
+    except tcp.ToolError as err:
+        rec.note(f"measurement failed: {err}", kind="measurement-failed", **labels)
+        outcome = f"failed: {err}"
+        if extra:
+            bar.note(f"added {what}: {outcome}")
+        else:
+            bar.update(what, outcome)
+        return math.nan
+    r = rec.measurement(tool, result, **labels)
+    if extra:
+        bar.note(f"added {what} ({extra['added_reason']}): {tcp.outcome(tool, result)}")
+    else:
+        bar.update(what, tcp.outcome(tool, result))
+    return _positive(claimsets.tool_rate(proto, r["result"]))
+
+
+# ---------------------------------------------------------------------------
+# adaptive repetitions (experiment E): nfvlab.adaptive.run over this run's own tool runs
+# ---------------------------------------------------------------------------
+#: A rate of 0 (a tool run that moved nothing) as the driver reads it: far below any rate (the
+#: analysis reads it as a thousandth of the smallest rate of the claim's data).
+ZERO_RATE = 1e-9
+
+
+def _positive(v: Optional[float]) -> float:
+    if v is None or math.isnan(v):
+        return math.nan
+    return v if v > 0 else ZERO_RATE
+
+
+def cni_config(labels: dict) -> str:
+    """The configuration key of a tool run's labels, as :meth:`nfvlab.claimsets.ClaimSpec.config` gives
+    it: data path, link MTU, protocol, direction (and file size for HTTP)."""
+    fields = ("data_path", "direction", "link_mtu_bytes", "protocol") + (
+        ("file_bytes",) if labels.get("protocol") == "http" else ())
+    return claimsets.config_key({k: labels.get(k) for k in fields})
+
+
+def tool_values(recs: Iterable[dict], run_id: str) -> dict[str, dict[int, float]]:
+    """Configuration (:func:`cni_config`) -> repetition -> the rate its claims compare, from the tool
+    runs run ``run_id`` recorded (a failed run: NaN, so the repetition counts as done)."""
+    out: dict[str, dict[int, float]] = {}
+    for r in recs:
+        if r.get("run_id") != run_id:
+            continue
+        lab = r.get("labels") or {}
+        if r["type"] == "measurement":
+            v = _positive(claimsets.tool_rate(lab.get("protocol"), r.get("result") or {}))
+        elif r["type"] == "note" and lab.get("kind") == "measurement-failed":
+            v = math.nan
+        else:
+            continue
+        out.setdefault(cni_config(lab), {})[int(lab.get("repetition", 0))] = v
+    return out
+
+
+def adapt(params: CniExperimentParams, configs: Iterable[str], recorded: dict[str, dict[int, float]],
+          measure_one: Callable[[adaptive.Added], float], clock: Callable[[], float] = time.monotonic,
+          design: Optional[claims.Design] = None) -> adaptive.Outcome:
+    """Adaptive repetitions of experiment E (``params.adaptive``): :func:`nfvlab.adaptive.run` over its
+    claims (:func:`nfvlab.claimsets.cni_claims_of`), the plan ``Plan(first=repetitions, step,
+    max_repetitions)`` and the ``seconds`` budget.
+
+    ``configs``: the configurations measured (those of the realizable (path, MTU)); ``recorded``:
+    :func:`tool_values` of the run so far (its first ``repetitions`` are the first look; an added
+    repetition already recorded -- a resumed run -- is taken from it, never measured again: the
+    driver is deterministic given the values); ``measure_one(added)``: measure and record one added
+    repetition, return its rate.
+    """
+    ad = params.adaptive
+    plan = claims.Plan(params.repetitions, ad.step, ad.max_repetitions)
+    initial = {c: [recorded.get(c, {}).get(r, math.nan) for r in range(params.repetitions)] for c in configs}
+    # each claim's testable part: a configuration this lab cannot realize is never waited for
+    specs = [x for x in (s.spec(present=initial) for s in claimsets.cni_claims_of(params)) if x]
+
+    def one(added: adaptive.Added) -> float:
+        have = recorded.get(added.config, {})
+        return have[added.repetition] if added.repetition in have else measure_one(added)
+
+    return adaptive.run(one, specs, initial, plan, {c: 0.0 for c in initial},
+                        design or claims.current_design(), seconds=ad.seconds, clock=clock)
+
+
+def _adapt_tools(params: CniExperimentParams, backend, runnable: list[CniScenario], records, rec: RecordWriter,
+                 bar: Progress) -> None:
+    """:func:`adapt` on the lab: each added repetition a tool run with ``repetition`` = its index and
+    labels ``added_look`` / ``added_reason``; the run's records end with an ``adaptive`` note."""
+    ad = params.adaptive
+    by_config = {cni_config(step_labels(sc, s)): (sc, s[1:]) for sc in runnable for s in steps(params.grid)}
+    bar.note(f"adaptive repetitions: up to {ad.max_repetitions} per configuration, {ad.step} per look"
+             + (f", within {ad.seconds:g} s" if ad.seconds else "")
+             + " (Pocock-type alpha spending over the looks)")
+    with ExitStack() as stack:
+        open_ = {}  # the lab open now: {"scenario", "lab", "at", "nginx"}
+
+        def measure_one(added: adaptive.Added) -> float:
+            sc, (proto, direction, size) = by_config[added.config]
+            if open_.get("scenario") != sc:
+                stack.close()
+                session = stack.enter_context(backend.open(sc))
+                open_.clear()
+                open_.update(scenario=sc, lab=session.tracker, at=session.endpoints, nginx=False)
+            if proto == "http" and not open_["nginx"]:
+                at = open_["at"]
+                tcp.start_nginx(open_["lab"], ns=at["pod2"].ns, bind_ip=at["pod2"].address,
+                                file_bytes=params.wrk.file_bytes)
+                open_["nginx"] = True
+            return _tool_run(params, open_["lab"], open_["at"], sc, (added.repetition, proto, direction, size), rec,
+                             bar, {"added_look": added.look, "added_reason": added.reason})
+
+        out = adapt(params, by_config, tool_values(read_records(records), rec.run_id), measure_one)
+    verdicts = [v["verdict"] for v in out.verdicts]
+    undecided = verdicts.count("inconclusive")
+    text = (f"adaptive repetitions: stopped: {out.stopped}; {len(out.added)} repetition(s) added in "
+            f"{_duration(out.seconds)}; {undecided} of {len(verdicts)} claims still inconclusive")
+    rec.note(text, kind="adaptive", stopped=out.stopped, added=len(out.added), seconds=round(out.seconds, 1),
+             inconclusive=undecided)
+    bar.note(text)
 
 
 #: Package paths no measurement imports (the import contract "measuring never imports analysing"
 #: forbids it; tests/test_pipeline.py checks this list against the measurement stages' code).
 #: An edit there neither re-measures nor stops an interrupted run from resuming.
 ANALYSING = ("analysis.py", "analysis_cni.py", "experiments/", "plots/", "report/", "notebook.py",
-             "notebook_run.py", "results.py", "latency.py", "stats.py", "reference.py",
-             # the claims design and its sequential driver: analysis until a measurement stage runs
-             # adaptive repetitions (then they decide what is measured and leave this list)
-             "claims.py", "adaptive.py")
+             "notebook_run.py", "results.py", "latency.py", "stats.py", "reference.py")
+# (nfvlab/claims.py, adaptive.py and claimsets.py are not in it: an adaptive run's claims decide what
+# is measured.)
 
 
 def fingerprint(dump: dict) -> str:
@@ -315,7 +445,8 @@ def unit_key(labels: dict) -> tuple:
 
 def _key(labels: dict, frame_size, repetition) -> tuple:
     return (tuple(sorted((k, v) for k, v in labels.items() if k not in ("frame_size", "repetition", "kind",
-                                                                     "goal", "purpose"))),
+                                                                     "goal", "purpose", "added_look",
+                                                                     "added_reason"))),
             str(frame_size), int(repetition))
 
 

@@ -83,7 +83,8 @@ def record_not_realizable(p: AnyParams, records: PathLike, reason: str, lab_file
     else:
         cells = [{"model": m, "pinning": pin, "numa": numa} for m in p.models for pin in p.resources.pinning
                  for numa in p.resources.numa]
-    with RecordWriter(records, p.experiment, {**p.model_dump(), "lab_file": str(lab_file)}) as rec:
+    dump = {k: v for k, v in p.model_dump().items() if not (k == "adaptive" and v is None)}  # fixed-n: as before
+    with RecordWriter(records, p.experiment, {**dump, "lab_file": str(lab_file)}) as rec:
         for labels in cells:
             rec.note(f"not realizable: {reason}", kind="not-realizable", **labels)
     print(f"nfvlab: {reason}; every configuration recorded as not realizable")

@@ -142,7 +142,8 @@ def test_ipip_claims_are_not_testable_with_the_hosts_reason(tmp_path):
 
 def test_equivalence_is_inconclusive_when_the_noise_is_wider_than_the_margin():
     a = pd.DataFrame({"mtu": [1500] * 3 + [9000] * 3, "v": [10.0, 11.0, 9.0, 12.0, 8.0, 10.0]})
-    rows = analysis_cni.equivalence_rows("c", "x", [(9000, 1500)], a, "mtu", "v", {1500: "measured", 9000: "measured"})
+    rows = analysis.claim_rows("c", "x", [(9000, 1500)], a, "mtu", {1500: "measured", 9000: "measured"},
+                               kind="equality", value="v")
     assert [r["verdict"] for r in rows] == ["inconclusive"]
     assert "neither shown within nor beyond +-10%" in rows[0]["reason"] and rows[0]["n_needed"] > 3
 
@@ -181,3 +182,23 @@ def test_nfvlab_analyze_e_writes_the_stage_outputs_and_refuses_records_without_r
         pass
     assert cli.main([*args, "--records", str(tmp_path / "empty.jsonl")]) == 2
     assert "no completed run with results" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("adaptive, verdict", [(None, "holds"), ({"max_repetitions": 8, "step": 1}, "inconclusive")])
+def test_an_adaptive_run_is_judged_at_its_looks_level_a_fixed_n_run_at_the_full_alpha(tmp_path, adaptive, verdict):
+    """direct [10, 10.5] vs vxlan [8, 8.3] Gbit/s: p = 0.021 (Welch on logs, 2 repetitions). A fixed-n run
+    tests it at alpha = 0.05 (holds); an adaptive run's first look of Plan(2, 1, 8) spends only
+    0.05 ln(1 + (e - 1) 2/8) = 0.018 of it (inconclusive: the runner would have added repetitions)."""
+    params = {"repetitions": 2, **({"adaptive": adaptive} if adaptive else {})}
+    path = tmp_path / "e.jsonl"
+    with RecordWriter(path, "e-cni-tcp-http", params, provenance={}) as rec:
+        for rep in range(2):
+            for p, gbps in (("direct", (10.0, 10.5)), ("vxlan", (8.0, 8.3))):
+                rec.measurement("iperf3", {"goodput_bps": gbps[rep] * 1e9, "retransmits": 0}, data_path=p,
+                                link_mtu_bytes=1500, pod_mtu_bytes=1500, protocol="tcp", direction="node-pod",
+                                file_bytes=None, repetition=rep, segmentation_offload=False)
+    assert analysis.plan_of(path) == (nfvlab_claims.Plan(2, 1, 8) if adaptive else None)
+    rows = analysis_cni.tables(path)["claims"]
+    row = rows[rows["claim"].str.startswith("direct routing beats overlays")].iloc[-1]  # the testable part
+    assert row["condition"] == "node-pod, link MTU 1500 B" and row["pair"] == "direct > vxlan"
+    assert row["verdict"] == verdict

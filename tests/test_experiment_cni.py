@@ -188,7 +188,7 @@ def _notebook(tmp_path, overrides: dict) -> tuple[subprocess.CompletedProcess, P
 def test_the_notebook_runs_a_tiny_grid_and_ends_with_tables_figures_and_claims(tmp_path, clean_host):
     from test_notebooks import _outputs
 
-    tiny = {**TINY, "repetitions": 1}
+    tiny = {**TINY, "repetitions": 1, "adaptive": None}  # one repetition: a fixed-n run
     r, out_nb, records = _notebook(tmp_path, tiny)
     assert r.returncode == 0, r.stderr[-3000:]
     assert [m["tool"] for m in read_records(records) if m["type"] == "measurement"] == ["iperf3", "wrk"]
@@ -253,3 +253,164 @@ def test_on_the_kubernetes_lab_every_path_and_mtu_is_a_not_realizable_note(tmp_p
          f"not realizable: {p}@{m} cannot run on this cluster")
         for p in ("direct", "ipip") for m in (1500, 9000)]
     assert recs[0]["provenance"]["lab"]["lab_kind"] == "kubernetes" and recs[-1]["status"] == "completed"
+
+
+# ---------------------------------------------------------------------------
+# adaptive repetitions (params adaptive:): the glue records -> nfvlab.adaptive.run -> records
+# ---------------------------------------------------------------------------
+ADAPT_GRID = {**TINY, "data_paths": ["direct", "vxlan"], "tcp_directions": ["node-pod", "pod-pod"],
+              "http_directions": [], "wrk": {"duration_s": 1, "file_bytes": [1000]}}
+#: Two repetitions per configuration, rates in Gbit/s: direct > vxlan clearly at node-pod, node-pod
+#: far above pod-pod on both paths (those three claims hold at the first look), direct ~ vxlan at
+#: pod-pod (undecided).
+FIRST = {("direct", "node-pod"): [10.0, 10.1], ("vxlan", "node-pod"): [5.0, 5.05],
+         ("direct", "pod-pod"): [2.0, 2.1], ("vxlan", "pod-pod"): [2.05, 2.0]}
+
+
+def _adaptive_params(tmp_path, **adaptive) -> P.CniExperimentParams:
+    return _load(_params(tmp_path, **ADAPT_GRID, adaptive={"max_repetitions": 4, **adaptive}))
+
+
+def _key(path, direction, mtu=1500):
+    return X.cni_config({"data_path": path, "link_mtu_bytes": mtu, "protocol": "tcp", "direction": direction})
+
+
+def _recorded(extra=None):
+    out = {_key(*k): dict(enumerate(v)) for k, v in FIRST.items()}
+    for k, reps in (extra or {}).items():
+        out[_key(*k)].update(reps)
+    return out
+
+
+def _glue(p, recorded, clock=None):
+    """adapt() as the runner calls it; each added repetition's rate continues its configuration's
+    alternation (deterministic values: the driver's decisions, not a lab, are under test)."""
+    calls = []
+
+    def measure_one(added):
+        calls.append(added)
+        return recorded[added.config][added.repetition % 2]
+
+    kw = {"clock": clock} if clock else {}
+    return X.adapt(p, list(recorded), recorded, measure_one, **kw), calls
+
+
+def test_repetitions_go_only_to_the_configurations_of_undecided_claims_and_say_why(tmp_path):
+    out, calls = _glue(_adaptive_params(tmp_path), _recorded())
+    undecided = {_key("direct", "pod-pod"), _key("vxlan", "pod-pod")}
+    assert {a.config for a in out.added} == undecided
+    assert calls == out.added  # every added repetition measured once, in the driver's order
+    # looks at 3 and 4 repetitions (step 1, max 4): repetition 2 at look 1, 3 at look 2, per configuration
+    assert sorted((a.config, a.repetition, a.look) for a in out.added) == sorted(
+        (c, r, r - 1) for c in undecided for r in (2, 3))
+    for a in out.added:
+        assert a.reason == (f"look {a.look}: {_key('direct', 'pod-pod')} > {_key('vxlan', 'pod-pod')} undecided")
+    assert out.stopped == "max repetitions"
+    assert all(len(out.values[c]) == 4 for c in undecided)
+    assert all(len(out.values[_key(*k)]) == 2 for k in FIRST if k[1] == "node-pod")
+
+
+def test_the_seconds_budget_stops_before_a_repetition_that_would_exceed_it(tmp_path):
+    t = [0.0]
+
+    def clock():
+        return t[0]
+
+    p = _adaptive_params(tmp_path, seconds=15)
+    rec = _recorded()
+    calls = []
+
+    def measure_one(added):  # each tool run takes 10 s of the injected clock
+        calls.append(added)
+        t[0] += 10.0
+        return rec[added.config][added.repetition % 2]
+
+    out = X.adapt(p, list(rec), rec, measure_one, clock=clock)
+    assert out.stopped == "seconds" and len(out.added) == len(calls) == 1  # 10 s spent; 10 more would pass 15
+    assert out.seconds <= 15
+
+
+def test_a_resumed_run_takes_the_added_repetitions_it_recorded_and_measures_only_the_rest(tmp_path):
+    p = _adaptive_params(tmp_path)
+    first, _ = _glue(p, _recorded())
+    # interrupted after the first added repetition was recorded: the resumed run does not measure it again
+    done = first.added[0]
+    which = next(k for k in FIRST if _key(*k) == done.config)
+    resumed, calls = _glue(p, _recorded({which: {done.repetition: FIRST[which][done.repetition % 2]}}))
+    assert resumed.added == first.added  # the same decisions: the driver is deterministic given the values
+    assert calls == first.added[1:]
+
+
+def test_tool_values_read_this_run_a_failure_counts_and_a_zero_is_far_below(tmp_path):
+    lab = {"data_path": "direct", "link_mtu_bytes": 1500.0, "protocol": "tcp", "direction": "node-pod",
+           "file_bytes": None}
+    recs = [{"type": "measurement", "run_id": "r", "labels": {**lab, "repetition": 0}, "result": {"goodput_bps": 3e9}},
+            {"type": "note", "run_id": "r", "labels": {**lab, "repetition": 1, "kind": "measurement-failed"}},
+            {"type": "measurement", "run_id": "r", "labels": {**lab, "repetition": 2, "added_look": 1,
+                                                              "added_reason": "x"}, "result": {"goodput_bps": 0}},
+            {"type": "measurement", "run_id": "other", "labels": {**lab, "repetition": 3},
+             "result": {"goodput_bps": 1e9}},
+            {"type": "measurement", "run_id": "r", "labels": {**lab, "protocol": "http", "direction": "host-pod",
+                                                              "file_bytes": 1000, "repetition": 0},
+             "result": {"requests_per_s": 500.0}}]
+    got = X.tool_values(recs, "r")
+    tcp_key = _key("direct", "node-pod")
+    assert list(got) == [tcp_key, "data_path=direct, link_mtu_bytes=1500, protocol=http, direction=host-pod, "
+                                  "file_bytes=1000"]
+    v = got[tcp_key]
+    assert v[0] == 3.0 and v[1] != v[1] and v[2] == X.ZERO_RATE and 3 not in v
+
+
+def test_added_labels_leave_the_resume_key_alone():
+    labels = {"data_path": "direct", "link_mtu_bytes": 1500, "protocol": "tcp", "repetition": 2}
+    assert X.unit_key({**labels, "added_look": 1, "added_reason": "look 1: x undecided"}) == X.unit_key(labels)
+
+
+def test_a_fixed_n_run_records_its_params_as_before_and_an_adaptive_one_its_plan(tmp_path):
+    fixed = X._dump(_load(_params(tmp_path)), "e.yaml")
+    assert "adaptive" not in fixed
+    adaptive = X._dump(_adaptive_params(tmp_path, step=1, seconds=60), "e.yaml")
+    assert adaptive["adaptive"] == {"max_repetitions": 4, "step": 1, "seconds": 60.0}
+    assert adaptive["fingerprint"] != fixed["fingerprint"]
+
+
+def test_the_search_experiments_refuse_adaptive_before_anything_exists(tmp_path):
+    p = P.load_experiment(REPO / "params/quick/experiment_b.yaml", REPO / "params/lab.yaml",
+                          {"adaptive": {"max_repetitions": 10}})
+    with pytest.raises(InputError, match="^adaptive: adaptive repetitions are wired for experiment E's tool runs "
+                                         "only"):
+        X.run_experiment(p, tmp_path / "b.jsonl")
+    assert not (tmp_path / "b.jsonl").exists()
+
+
+@pytest.mark.lab
+def test_an_adaptive_run_adds_labelled_repetitions_within_its_plan_and_ends_with_its_outcome(tmp_path, clean_host,
+                                                                                             capsys):
+    """On the embedded lab (direct, HTTP host-pod ~ host-service at 1000 B, 1-s runs): whatever the
+    rates, every added repetition is labelled with its look and reason, continues its configuration's
+    repetitions, stays within max_repetitions, and the run ends with the outcome note; the analysis
+    judges with the plan."""
+    from nfvlab import analysis
+
+    exp = _load(_params(tmp_path, data_paths=["direct"], tcp_directions=[],
+                        http_directions=["host-pod", "host-service"],
+                        adaptive={"max_repetitions": 3, "step": 1, "seconds": 30}))
+    records = tmp_path / "e.jsonl"
+    X.run_experiment(exp, records)
+    assert cni_residue() == NO_RESIDUE
+    recs = read_records(records)
+    meas = [r for r in recs if r["type"] == "measurement"]
+    first = [m for m in meas if "added_look" not in m["labels"]]
+    added = [m for m in meas if "added_look" in m["labels"]]
+    assert len(first) == 4 and all(m["labels"]["repetition"] < 2 for m in first)
+    for m in added:
+        assert m["labels"]["repetition"] == 2 and m["labels"]["added_look"] == 1
+        assert m["labels"]["added_reason"].startswith("look 1: ") and "undecided" in m["labels"]["added_reason"]
+    note = recs[-2]
+    assert note["type"] == "note" and note["labels"]["kind"] == "adaptive"
+    assert note["labels"]["added"] == len(added) and note["labels"]["stopped"] in (
+        "decided", "max repetitions", "seconds")
+    assert recs[-1]["type"] == "end" and recs[-1]["status"] == "completed"
+    assert recs[0]["params"]["adaptive"] == {"max_repetitions": 3, "step": 1, "seconds": 30.0}
+    assert analysis.plan_of(records) == X.claims.Plan(2, 1, 3)
+    assert "e-test: adaptive repetitions: stopped: " in capsys.readouterr().out

@@ -168,3 +168,42 @@ def test_mtu_grid_is_checked_with_one_line_naming_the_field(tmp_path):
         tmp_path, "experiment: f\nmtu_bytes: [9000]\ntraffic:\n  frame_sizes: [9019]\n")
     msg = error_of(tmp_path, "experiment: f\nlab:\n  mtu: 1500\nmtu_bytes: [1500, 9000]\n")
     assert "mtu_bytes: 9000 is above the lab's link MTU lab.mtu (1500)" in msg
+
+
+# -- adaptive repetitions (AdaptiveParams, the adaptive: section of ExperimentParams / CniExperimentParams) --
+
+@pytest.mark.parametrize("model", [P.ExperimentParams, P.CniExperimentParams])
+@pytest.mark.parametrize("text, message", [
+    ("repetitions: 3\nadaptive: {max_repetitions: 2}", "adaptive: max_repetitions: 2 is below repetitions (3)"),
+    ("repetitions: 1\nadaptive: {max_repetitions: 4}",
+     "adaptive: needs repetitions >= 2 (the first look tests them), got 1"),
+    ("repetitions: 2\nadaptive: {max_repetitions: 4, step: 0}",
+     "adaptive.step: Input should be greater than or equal to 1 (got 0)"),
+    ("repetitions: 2\nadaptive: {max_repetitions: 4.5}",
+     "adaptive.max_repetitions: Input should be a valid integer (got 4.5)"),
+    ("repetitions: 2\nadaptive: {max_repetitions: true}",
+     "adaptive.max_repetitions: Input should be a valid integer (got True)"),
+    ("repetitions: 2\nadaptive: {max_repetitions: 4, seconds: true}",
+     "adaptive.seconds: True: give a number of seconds"),
+    ("repetitions: 2\nadaptive: {max_repetitions: 4, seconds: 0}",
+     "adaptive.seconds: Input should be greater than 0 (got 0)"),
+    ("repetitions: 2\nadaptive: {max_repetitions: 4, budget: 9}", "adaptive.budget: unknown key"),
+    ("repetitions: 2\nadaptive: {step: 2}", "adaptive.max_repetitions: required key missing"),
+])
+def test_adaptive_is_checked_against_the_repetitions_in_one_line(tmp_path, model, text, message):
+    p = write(tmp_path, "experiment: e-x\n" + text)
+    with pytest.raises(P.ParamsError) as ei:
+        P.load(p, model)
+    assert str(ei.value) == f"{p}: {message}"
+
+
+def test_adaptive_absent_is_a_fixed_n_run_and_present_has_its_defaults(tmp_path):
+    assert P.load(write(tmp_path, "experiment: e-x\nrepetitions: 2"), P.CniExperimentParams).adaptive is None
+    a = P.load(write(tmp_path, "experiment: e-x\nrepetitions: 2\nadaptive: {max_repetitions: 2}"),
+               P.ExperimentParams).adaptive
+    assert (a.max_repetitions, a.step, a.seconds) == (2, 1, None)
+    quick = P.load(REPO / "params/quick/experiment_e.yaml", P.CniExperimentParams)
+    assert quick.adaptive is not None and quick.adaptive.max_repetitions > quick.repetitions
+    for letter in "abcdf":  # the search experiments stay fixed-n (adaptive is wired for E's tool runs)
+        for profile in ("quick", "full"):
+            assert "adaptive" not in (REPO / f"params/{profile}/experiment_{letter}.yaml").read_text()

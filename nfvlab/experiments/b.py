@@ -1,15 +1,14 @@
 """Experiment B (draft Appendix B, Figure 13): CPU pinning x NUMA alignment with a noisy neighbour."""
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 from typing import Optional
 
 import pandas as pd
 
-from nfvlab import reference
+from nfvlab import claimsets, reference
 from nfvlab.analysis import (CLAIM_COLUMNS, HOST_ONLY, bar_figure, beside, claim_counts, claim_rows, config_table,
-                             file_part, inputs, levels, metric_values, select, status_of)
+                             file_part, inputs, levels, metric_values, plan_of, select, status_of)
 from nfvlab.experiments.base import Experiment, PathLike
 
 #: Frame sizes the table shows when the records have no search at all (every configuration
@@ -42,18 +41,10 @@ def tables_b(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
     table = beside(config_table(s, notes, grid, "ndr"), pub,
                     {"pinning": "pinning", "numa": "scenario", "frame_size": "frame_size"},
                     "throughput_gbps", "draft11_fig13_gbps")
-    rows = []
-    for m, fs in itertools.product(models, grid["frame_size"]):
-        for numa in grid["numa"]:
-            rows += claim_rows("B.2: exclusive > shared > none (CPU pinning mitigates the noisy neighbour)",
-                               f"{m}, numa={numa}, {fs} B", [["exclusive", "shared", "none"]],
-                               select(s, model=m, numa=numa, frame_size=fs), "pinning",
-                               status_of(table, "pinning", model=m, numa=numa, frame_size=fs))
-        for pin in grid["pinning"]:
-            rows += claim_rows("B.2: s1 best; s2 and s4 degrade (vSwitch and pod on different NUMA nodes)",
-                               f"{m}, pinning={pin}, {fs} B", [["s1", "s2"], ["s1", "s3"], ["s1", "s4"]],
-                               select(s, model=m, pinning=pin, frame_size=fs), "numa",
-                               status_of(table, "numa", model=m, pinning=pin, frame_size=fs))
+    rows, plan = [], plan_of(records)
+    for spec in claimsets.pinning_numa_claims(models, grid["frame_size"], grid["numa"], grid["pinning"]):
+        rows += claim_rows(spec.claim, spec.condition, spec.chains, select(s, **spec.where), spec.by,
+                           status_of(table, spec.by, **spec.where), plan=plan)
     return {"pinning_numa": table, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)}
 
 

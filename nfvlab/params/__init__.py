@@ -20,8 +20,10 @@ One concept per module; every public name is re-exported here (``nfvlab.params.X
   :class:`DensityParams`, and the pipeline's :class:`CalibrationParams`, :class:`ProfileParams`,
   :class:`ReferenceParams`;
 * :mod:`~nfvlab.params.cni` -- experiment E's :class:`CniExperimentParams`;
+* :mod:`~nfvlab.params.adaptive` -- :class:`AdaptiveParams`, an experiment's ``adaptive:`` section;
 * :mod:`~nfvlab.params.loading` -- safe YAML reading: :func:`load`, :func:`load_experiment`.
 """
+from nfvlab.params.adaptive import AdaptiveParams
 from nfvlab.params.base import (
     FrameSize,
     ModelName,
@@ -50,6 +52,7 @@ from nfvlab.params.measurement import SearchParams, TrafficParams, TrialParams
 __all__ = [
     "MAX_PARAMS_BYTES",
     "MAX_PARAMS_DEPTH",
+    "AdaptiveParams",
     "AnyGenerator",
     "CalibrationParams",
     "CniExperimentParams",

@@ -5,6 +5,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator
 
+from nfvlab.params.adaptive import Adaptive
 from nfvlab.params.base import _Strict
 from nfvlab.scenario.cni import (DATA_PATHS, HTTP_DIRECTIONS, MTU_MAX_BYTES, MTU_MIN_BYTES, TCP_DIRECTIONS,
                                  CniConfigError, CniGrid, CniPath, IperfParams, WrkParams)
@@ -47,6 +48,7 @@ class CniExperimentParams(_Strict):
     repetitions: _CniInt = Field(default=CniGrid.repetitions, ge=1, le=1000)
     iperf: Annotated[IperfParams, _cni_tool(IperfParams, "iperf")] = Field(default_factory=IperfParams)
     wrk: Annotated[WrkParams, _cni_tool(WrkParams, "wrk")] = Field(default_factory=WrkParams)
+    adaptive: Adaptive = None  # adaptive repetitions (AdaptiveParams); null: a fixed-n run
 
     @field_validator("data_paths", "link_mtus_bytes")
     @classmethod

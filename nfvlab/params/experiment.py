@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from nfvlab import linerate
+from nfvlab.params.adaptive import Adaptive
 from nfvlab.params.base import FrameSize, ModelName, PositiveFloat, _Strict
 from nfvlab.params.lab import LabParams
 from nfvlab.params.measurement import SearchParams, TrafficParams, TrialParams
@@ -83,6 +84,7 @@ class ExperimentParams(_Strict):
     whole data path (cables, vSwitch ports, DPDK apps, pod interfaces) and recorded as the
     ``mtu_bytes`` label; a frame size above a cell's MTU + 18 B is skipped with a
     ``frame-too-large`` note. ``null``: the lab's MTU (``lab.mtu``), capped by each model's ports."""
+    adaptive: Adaptive = None  # adaptive repetitions (AdaptiveParams); null: a fixed-n run
 
     @field_validator("latency_load_fractions")
     @classmethod

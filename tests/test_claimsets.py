@@ -1,0 +1,98 @@
+"""nfvlab.claimsets: the claims as data, read by the analysis and by the adaptive runner alike."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from conftest import REPO
+from nfvlab import analysis_cni, claimsets
+from nfvlab import experiment as X
+from nfvlab import params as P
+from nfvlab.scenario.cni import step_labels, steps
+
+
+def _quick_e() -> P.CniExperimentParams:
+    return P.load(REPO / "params/quick/experiment_e.yaml", P.CniExperimentParams)
+
+
+def test_every_claim_level_of_the_quick_grid_is_a_configuration_the_runner_measures():
+    """The keys the specs give are the keys the runner gives its tool runs' labels: none is a typo
+    the driver would wait for forever (ipip's are the grid's too; that lab refuses them later)."""
+    p = _quick_e()
+    runner = {X.cni_config(step_labels(sc, s)) for sc in X.cni_scenarios(p) for s in steps(p.grid)}
+    specs = claimsets.cni_claims_of(p)
+    wanted = {s.config(v) for s in specs for v in s.levels()}
+    assert wanted <= runner, sorted(wanted - runner)
+    assert len(wanted) >= 10
+    # the driver's reasons read: labels in lab order, MTUs as whole numbers
+    assert specs[0].config("direct") == "data_path=direct, link_mtu_bytes=1500, protocol=tcp, direction=node-pod"
+
+
+def test_a_key_is_the_same_whatever_order_or_float_the_labels_come_in():
+    a = claimsets.config_key({"direction": "node-pod", "protocol": "tcp", "link_mtu_bytes": 1500.0,
+                              "data_path": "direct"})
+    b = claimsets.config_key({"data_path": "direct", "link_mtu_bytes": 1500, "protocol": "tcp",
+                              "direction": "node-pod"})
+    assert a == b == "data_path=direct, link_mtu_bytes=1500, protocol=tcp, direction=node-pod"
+    assert claimsets.config_key({"data_path": "direct", "link_mtu_bytes": 1450}) != claimsets.config_key(
+        {"data_path": "direct", "link_mtu_bytes": 1500})
+
+
+def test_a_claim_is_restricted_to_its_testable_part_as_the_analysis_judges_it():
+    spec = next(s for s in claimsets.cni_claims_of(_quick_e()) if s.claim.startswith("direct routing"))
+    direct, vxlan = spec.config("direct"), spec.config("vxlan")
+    # ipip not measured: direct > vxlan is what is left (the analysis' "testable part")
+    assert spec.spec(present={direct, vxlan}) == ("order", [[direct, vxlan]])
+    assert spec.spec(present={direct}) is None
+    assert spec.spec()[1] == [[direct, vxlan], [direct, spec.config("ipip")]]
+    assert claimsets.testable_part([["a", "b", "c"], ["a", "c"]], {"b"}) == [("a", "c")]
+
+
+def test_tool_rate_is_the_column_the_analysis_compares():
+    assert claimsets.tool_rate("tcp", {"goodput_bps": 2.5e9}) == 2.5
+    assert claimsets.tool_rate("http", {"requests_per_s": 1234.0}) == 1234.0
+    assert claimsets.tool_rate("tcp", {}) is None
+    assert claimsets.tool_rate("http", {"requests_per_s": float("nan")}) is None
+
+
+def _record(tmp_path, rows):
+    """A completed experiment E run of tool runs ``(path, mtu, protocol, direction, size, rep, value)``."""
+    recs = [{"type": "run", "format": 1, "run_id": "r1", "experiment": "e-test", "started_at": "t",
+             "params": {"repetitions": 2}, "provenance": {}}]
+    for path, mtu, proto, d, size, rep, v in rows:
+        result = {"goodput_bps": v * 1e9, "retransmits": 0} if proto == "tcp" else {
+            "requests_per_s": v, "transfer_bytes_per_s": v * 1000, "errors": 0, "latency_p99_us": 100.0}
+        recs.append({"type": "measurement", "run_id": "r1", "time": "t", "tool": "iperf3" if proto == "tcp" else "wrk",
+                     "labels": {"data_path": path, "link_mtu_bytes": mtu, "pod_mtu_bytes": mtu, "protocol": proto,
+                                "direction": d, "file_bytes": size, "repetition": rep,
+                                "segmentation_offload": False}, "result": result})
+    recs.append({"type": "end", "run_id": "r1", "ended_at": "t", "status": "completed", "error": None, "trials": 0})
+    f = tmp_path / "e.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return f
+
+
+def test_the_analysis_rows_are_the_specs_of_the_levels_it_found(tmp_path):
+    """One source of truth: every claims-table row of experiment E is a spec of claimsets.cni_claims
+    over the levels of its tables, in the same order (the analysis adds the margin to equality rows
+    and leaves out rows whose levels none was measured)."""
+    rows = []
+    for rep in (0, 1):
+        for path, mtu in (("direct", 1500), ("direct", 9000), ("vxlan", 1500), ("vxlan", 9000)):
+            for d in ("node-pod", "pod-pod"):
+                rows.append((path, mtu, "tcp", d, None, rep, 3.0 + rep + (path == "direct") + mtu / 9000))
+            for d in ("host-pod", "host-service"):
+                for size in (1000, 1000000):
+                    rows.append((path, mtu, "http", d, size, rep, 1000.0 + 10 * rep + (d == "host-pod")))
+    tabs = analysis_cni.tables(_record(tmp_path, rows))
+    got = [(r["claim"].split(" -- ")[0], r["condition"].split("; margin")[0]) for _, r in tabs["claims"].iterrows()]
+    tcp, http = tabs["tcp"], tabs["http"]
+    specs = list(claimsets.cni_claims(dict.fromkeys(tcp["data_path"]), dict.fromkeys(tcp["direction"]),
+                                 list(dict.fromkeys(tcp["link_mtu_bytes"])), dict.fromkeys(http["data_path"]),
+                                 sorted(set(http["link_mtu_bytes"])), sorted(set(http["file_bytes"]))))
+    want = [(s.claim, s.condition) for s in specs]
+    assert [g for g in dict.fromkeys(got)] == [w for w in want if w in got]
+    assert len(set(got)) >= 12 and not (set(got) - set(want))
+    assert all(s.if_measured for s in specs if (s.claim, s.condition) not in got)
+    assert isinstance(tabs["claims"], pd.DataFrame)
