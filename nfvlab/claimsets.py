@@ -8,7 +8,7 @@ repetitions to them. The measuring side may not import the analysis (the import 
 *definitions* -- kind, the factor compared, the chains or pairs of its levels, the fixed factors
 of each condition, the rate compared -- live here, in a low layer both import:
 
-* the analysis (:mod:`nfvlab.analysis_cni`, :mod:`nfvlab.experiments.b`) iterates over a
+* the analysis (:mod:`nfvlab.analysis_cni`, :mod:`nfvlab.experiments.b`, :mod:`nfvlab.experiments.c`) iterates over a
   function of this module, passing the factor levels it found in the records, and only adds
   what is analysis (selecting the rows, the tables' status of each level, the claims table);
 * the runner calls the same function with the levels of the params' grid and turns each
@@ -27,8 +27,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
 
-__all__ = ["ClaimSpec", "cni_claims", "cni_claims_of", "config_key", "level_key", "pinning_numa_claims",
-           "testable_part", "tool_rate"]
+__all__ = ["ClaimSpec", "chain_claims", "cni_claims", "cni_claims_of", "config_key", "key_labels", "level_key",
+           "pinning_numa_claims", "search_claims_of", "testable_part", "tool_rate"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,11 @@ class ClaimSpec:
     def where(self) -> dict:
         """The fixed labels, as a dict (``select(rows, **spec.where)``)."""
         return dict(self.fixed)
+
+    @property
+    def labels(self) -> tuple:
+        """The labels its configuration keys name: the factor ``by``, then the fixed labels."""
+        return (self.by, *self.where)
 
     def levels(self) -> list:
         """The levels the claim compares, in order of first appearance."""
@@ -194,6 +199,56 @@ def pinning_numa_claims(models: Sequence, frame_sizes: Sequence, numas: Sequence
             yield _spec("B.2: s1 best; s2 and s4 degrade (vSwitch and pod on different NUMA nodes)",
                         f"{m}, pinning={pin}, {fs} B", "order", "numa", [["s1", "s2"], ["s1", "s3"], ["s1", "s4"]],
                         "throughput_pps", model=m, pinning=pin, frame_size=fs)
+
+
+# ---------------------------------------------------------------------------
+# experiment C (draft Appendix C)
+# ---------------------------------------------------------------------------
+#: C.2's chains in the order "combined > user-space only" claims them: the local models standing in
+#: for the draft's combined-sriov-vpp and userspace-vpp.
+COMBINED_CHAIN, USERSPACE_CHAIN = "chain-combined", "chain-userspace"
+#: The frame size of C's NUMA claim (the draft's Figure 17).
+CHAIN_NUMA_FRAME_SIZE = 1518
+
+
+def chain_claims(models: Sequence, frame_sizes: Sequence) -> Iterator[ClaimSpec]:
+    """Experiment C's claims C.2: "combined > user-space only" (chain-combined > chain-userspace) per
+    frame size at NUMA scenario s1, then "s1 best; splitting pods across NUMA nodes degrades" (s1
+    above each of s2..s6) per model at :data:`CHAIN_NUMA_FRAME_SIZE`."""
+    order = [COMBINED_CHAIN, USERSPACE_CHAIN]
+    for fs in frame_sizes:
+        yield _spec(f"C.2: combined > user-space only ({order[0]} > {order[1]})", f"numa=s1, {fs} B", "order",
+                    "model", [order], "throughput_pps", numa="s1", frame_size=fs)
+    for m in models:
+        yield _spec("C.2: s1 best; splitting pods across NUMA nodes (s2, s3, s5, s6) degrades",
+                    f"{m}, {CHAIN_NUMA_FRAME_SIZE} B", "order", "numa", [["s1", f"s{i}"] for i in range(2, 7)],
+                    "throughput_pps", model=m, frame_size=CHAIN_NUMA_FRAME_SIZE)
+
+
+# ---------------------------------------------------------------------------
+# the search experiments' claims over a grid (the adaptive runner)
+# ---------------------------------------------------------------------------
+#: The search goal whose rate B's and C's claims compare (their tables' goal).
+SEARCH_GOAL = "ndr"
+
+
+def search_claims_of(params) -> Optional[list[ClaimSpec]]:
+    """A search experiment's claims over the grid of its params (:class:`nfvlab.params.ExperimentParams`;
+    the experiment is the first letter of ``params.experiment``, as the stages name it): what the
+    adaptive runner reads. None: an experiment whose claims are not defined here (A, D, F), which
+    therefore cannot run adaptive repetitions."""
+    letter, sizes, r = params.experiment[:1], list(params.traffic.frame_sizes), params.resources
+    if letter == "b":
+        return list(pinning_numa_claims(params.models, sizes, r.numa, r.pinning))
+    if letter == "c":
+        return list(chain_claims(params.models, sizes))
+    return None
+
+
+def key_labels(specs: Sequence[ClaimSpec]) -> tuple:
+    """The labels the configuration keys of ``specs`` name (:attr:`ClaimSpec.labels`, in order of first
+    appearance): what a runner keeps of a measurement's labels to key it as the claims do."""
+    return tuple(dict.fromkeys(k for s in specs for k in s.labels))
 
 
 def level_key(value: Any) -> Any:

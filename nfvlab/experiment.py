@@ -13,8 +13,9 @@ the reason, never as a number. Input problems are found before any lab exists.
 Experiment E (:class:`~nfvlab.params.CniExperimentParams`: CNI data paths x link MTUs, tool
 runs instead of searches) runs on the same seams (:func:`run_tools`): its scenarios realized
 by the lab backend, the same records, resume and progress lines.
-With an ``adaptive:`` section in its params it then adds repetitions to the configurations of
-its claims still undecided (:func:`adapt`: :mod:`nfvlab.adaptive` over :mod:`nfvlab.claimsets`).
+With an ``adaptive:`` section in its params, experiments B, C (searches) and E (tool runs) then add
+repetitions to the configurations of their claims still undecided (:func:`adapt`:
+:mod:`nfvlab.adaptive` over :mod:`nfvlab.claimsets`).
 """
 from __future__ import annotations
 
@@ -148,15 +149,19 @@ def run_experiment(params: Union[ExperimentParams, CniExperimentParams], records
     ``purpose`` (``search`` or ``latency``) on trials (whose frame size is in
     the result; latency trials also carry ``goal`` and ``load_fraction``),
     ``frame_size`` and ``goal`` on search results. A scenario the lab cannot
-    realize gets one ``not-realizable`` note with the reason. Experiment E
+    realize gets one ``not-realizable`` note with the reason. With ``params.adaptive`` (experiments B
+    and C: :func:`nfvlab.claimsets.search_claims_of`; any other refuses it before anything exists),
+    after the fixed repetitions: adaptive repetitions (:func:`_adapt_searches`: each added search
+    and its trials labelled ``added_look`` / ``added_reason``; the run's last note, of kind
+    ``adaptive``, says why it stopped). Experiment E
     (:class:`~nfvlab.params.CniExperimentParams`): :func:`run_tools`.
     """
     if isinstance(params, CniExperimentParams):
         return run_tools(params, records, backend=backend, progress=progress, source=source, resume=resume)
     resume = _resume(resume)
-    if params.adaptive is not None:
-        raise measure.InputError(f"adaptive: adaptive repetitions are wired for experiment E's tool runs only, "
-                                 f"not {params.experiment}'s searches: remove adaptive: from its params")
+    refused = adaptive_problem(params)
+    if refused:
+        raise measure.InputError(refused)
     problem = output_problem(Path(records), "file")
     if problem:  # before the lab: notebooks and the pipeline call this without the CLI's checks
         raise measure.InputError(f"records {problem}")
@@ -188,7 +193,7 @@ def run_experiment(params: Union[ExperimentParams, CniExperimentParams], records
                                  f"(at most {sc.mtu_bytes + 18} B); not sent", kind="frame-too-large",
                                  frame_size=fs, **sc.labels())
         done = previous.done if previous else set()
-        cells = [(sc, fs) for sc in runnable for fs in params.traffic.frame_sizes if frame_fits(sc, fs)]
+        cells = _cells(params, runnable)
         todo = [(rep, sc, fs) for rep in range(params.repetitions) for sc, fs in cells
                 if _key(sc.labels(), fs, rep) not in done]
         total = len(cells) * params.repetitions
@@ -204,7 +209,32 @@ def run_experiment(params: Union[ExperimentParams, CniExperimentParams], records
                     _measure(params, backend, calibration, sc, rep, rec, bar, sizes)
         bar.note(f"done: {bar.done} searches, {bar.trials} trials in "
                  f"{_duration(time.monotonic() - bar.t0)}")
+        if params.adaptive is not None:
+            _adapt_searches(params, backend, calibration, runnable, records, rec, bar)
         return rec.run_id
+
+
+def _cells(params: ExperimentParams, grid: Iterable[Scenario]) -> list[tuple[Scenario, object]]:
+    """The (scenario, frame size) of ``grid`` that are searched: each frame size that fits the scenario."""
+    return [(sc, fs) for sc in grid for fs in params.traffic.frame_sizes if frame_fits(sc, fs)]
+
+
+def adaptive_problem(params: ExperimentParams) -> Optional[str]:
+    """Why ``params.adaptive`` cannot run (one line naming the field), None when it can or is absent:
+    the experiment's claims are not defined (A, D, F), or they do not tell the grid's configurations
+    apart (an axis no claim names, e.g. ``mtu_bytes``: the runner would not know which to repeat)."""
+    if params.adaptive is None:
+        return None
+    specs = claimsets.search_claims_of(params)
+    if specs is None:
+        return (f"adaptive: adaptive repetitions are wired for experiments B and C (searches) and E (tool runs), "
+                f"not {params.experiment}: remove adaptive: from its params")
+    names = claimsets.key_labels(specs)
+    keys = [search_config({**sc.labels(), "frame_size": fs}, names) for sc, fs in _cells(params, scenarios(params))]
+    if len(set(keys)) < len(keys):
+        return (f"adaptive: {params.experiment}'s claims name {', '.join(names)} only, which do not tell this "
+                f"grid's configurations apart: remove adaptive: or the other grid axes")
+    return None
 
 
 def cni_scenarios(params: CniExperimentParams) -> list[CniScenario]:
@@ -287,22 +317,24 @@ def _tool_run(params: CniExperimentParams, lab, at, scenario: CniScenario, step:
         tool, result = tcp.run_step(lab, at, params.grid, step)
     except tcp.ToolError as err:
         rec.note(f"measurement failed: {err}", kind="measurement-failed", **labels)
-        outcome = f"failed: {err}"
-        if extra:
-            bar.note(f"added {what}: {outcome}")
-        else:
-            bar.update(what, outcome)
+        _report(bar, what, f"failed: {err}", extra)
         return math.nan
     r = rec.measurement(tool, result, **labels)
-    if extra:
-        bar.note(f"added {what} ({extra['added_reason']}): {tcp.outcome(tool, result)}")
-    else:
-        bar.update(what, tcp.outcome(tool, result))
+    _report(bar, what, tcp.outcome(tool, result), extra)
     return _positive(claimsets.tool_rate(proto, r["result"]))
 
 
+def _report(bar: Progress, what: str, outcome: str, extra: Optional[dict]) -> None:
+    """A unit's progress line: counted (:meth:`Progress.update`), or, for an added repetition
+    (``extra``: its labels), a line saying so and why."""
+    if extra:
+        bar.note(f"added {what} ({extra['added_reason']}): {outcome}")
+    else:
+        bar.update(what, outcome)
+
+
 # ---------------------------------------------------------------------------
-# adaptive repetitions (experiment E): nfvlab.adaptive.run over this run's own tool runs
+# adaptive repetitions (experiments B, C, E): nfvlab.adaptive.run over this run's own searches / tool runs
 # ---------------------------------------------------------------------------
 #: A rate of 0 (a tool run that moved nothing) as the driver reads it: far below any rate (the
 #: analysis reads it as a thousandth of the smallest rate of the claim's data).
@@ -323,33 +355,79 @@ def cni_config(labels: dict) -> str:
     return claimsets.config_key({k: labels.get(k) for k in fields})
 
 
-def tool_values(recs: Iterable[dict], run_id: str) -> dict[str, dict[int, float]]:
-    """Configuration (:func:`cni_config`) -> repetition -> the rate its claims compare, from the tool
-    runs run ``run_id`` recorded (a failed run: NaN, so the repetition counts as done)."""
+def search_config(labels: dict, names: Iterable[str]) -> str:
+    """The configuration key of a search's labels (the scenario's and ``frame_size``), as
+    :meth:`nfvlab.claimsets.ClaimSpec.config` gives it for claims naming the labels ``names``
+    (:func:`nfvlab.claimsets.key_labels`; B: model, pinning, numa, frame size)."""
+    return claimsets.config_key({k: labels.get(k) for k in names})
+
+
+def _run_values(recs: Iterable[dict], run_id: str, unit: tuple[str, str], rate: Callable[[dict], Optional[float]],
+                config: Callable[[dict], str]) -> dict[str, dict[int, float]]:
+    """Configuration (``config(labels)``) -> repetition -> ``rate(record)`` of the units run ``run_id``
+    recorded (``unit``: record type, failure note kind); a failed unit: NaN, so it counts as done."""
     out: dict[str, dict[int, float]] = {}
     for r in recs:
         if r.get("run_id") != run_id:
             continue
         lab = r.get("labels") or {}
-        if r["type"] == "measurement":
-            v = _positive(claimsets.tool_rate(lab.get("protocol"), r.get("result") or {}))
-        elif r["type"] == "note" and lab.get("kind") == "measurement-failed":
+        if r["type"] == unit[0]:
+            v = rate(r)
+        elif r["type"] == "note" and lab.get("kind") == unit[1]:
             v = math.nan
         else:
             continue
-        out.setdefault(cni_config(lab), {})[int(lab.get("repetition", 0))] = v
+        if v is not None:
+            out.setdefault(config(lab), {})[int(lab.get("repetition", 0))] = v
     return out
 
 
-def adapt(params: CniExperimentParams, configs: Iterable[str], recorded: dict[str, dict[int, float]],
-          measure_one: Callable[[adaptive.Added], float], clock: Callable[[], float] = time.monotonic,
-          design: Optional[claims.Design] = None) -> adaptive.Outcome:
-    """Adaptive repetitions of experiment E (``params.adaptive``): :func:`nfvlab.adaptive.run` over its
-    claims (:func:`nfvlab.claimsets.cni_claims_of`), the plan ``Plan(first=repetitions, step,
-    max_repetitions)`` and the ``seconds`` budget.
+def tool_values(recs: Iterable[dict], run_id: str) -> dict[str, dict[int, float]]:
+    """Configuration (:func:`cni_config`) -> repetition -> the rate its claims compare, from the tool
+    runs run ``run_id`` recorded (a failed run: NaN, so the repetition counts as done)."""
+    def rate(r: dict) -> float:
+        return _positive(claimsets.tool_rate((r.get("labels") or {}).get("protocol"), r.get("result") or {}))
 
-    ``configs``: the configurations measured (those of the realizable (path, MTU)); ``recorded``:
-    :func:`tool_values` of the run so far (its first ``repetitions`` are the first look; an added
+    return _run_values(recs, run_id, TOOL_RUN_DONE, rate, cni_config)
+
+
+def search_values(recs: Iterable[dict], run_id: str, names: Iterable[str]) -> dict[str, dict[int, float]]:
+    """Configuration (:func:`search_config` with the labels ``names``) -> repetition -> the NDR its claims
+    compare (:data:`nfvlab.claimsets.SEARCH_GOAL`), from the searches run ``run_id`` recorded (a failed
+    search: NaN, so the repetition counts as done)."""
+    names = tuple(names)
+
+    def ndr(r: dict) -> Optional[float]:  # a search result of another goal is not a unit here
+        if (r.get("labels") or {}).get("goal") != claimsets.SEARCH_GOAL:
+            return None
+        return _positive((r.get("result") or {}).get("throughput_pps"))
+
+    return _run_values(recs, run_id, SEARCH_DONE, ndr, lambda lab: search_config(lab, names))
+
+
+def _claims_of(params: Union[ExperimentParams, CniExperimentParams]) -> list[claimsets.ClaimSpec]:
+    """The claims an adaptive run of ``params`` decides (E: :func:`nfvlab.claimsets.cni_claims_of`; B, C:
+    :func:`nfvlab.claimsets.search_claims_of`)."""
+    if isinstance(params, CniExperimentParams):
+        return claimsets.cni_claims_of(params)
+    return claimsets.search_claims_of(params) or []
+
+
+def _resolution(params: Union[ExperimentParams, CniExperimentParams]) -> float:
+    """The relative resolution of the rates the claims compare, as the analysis reads it: a search's
+    goal width (``search.relative_width``, recorded as ``goal_relative_width``); 0 for a tool's rate."""
+    return 0.0 if isinstance(params, CniExperimentParams) else float(params.search.relative_width)
+
+
+def adapt(params: Union[ExperimentParams, CniExperimentParams], configs: Iterable[str],
+          recorded: dict[str, dict[int, float]], measure_one: Callable[[adaptive.Added], float],
+          clock: Callable[[], float] = time.monotonic, design: Optional[claims.Design] = None) -> adaptive.Outcome:
+    """Adaptive repetitions (``params.adaptive``) of experiment E, B or C: :func:`nfvlab.adaptive.run` over
+    its claims (:func:`_claims_of`), the plan ``Plan(first=repetitions, step, max_repetitions)`` and the
+    ``seconds`` budget.
+
+    ``configs``: the configurations measured (those the lab realizes); ``recorded``: :func:`tool_values`
+    (:func:`search_values`) of the run so far (its first ``repetitions`` are the first look; an added
     repetition already recorded -- a resumed run -- is taken from it, never measured again: the
     driver is deterministic given the values); ``measure_one(added)``: measure and record one added
     repetition, return its rate.
@@ -358,13 +436,13 @@ def adapt(params: CniExperimentParams, configs: Iterable[str], recorded: dict[st
     plan = claims.Plan(params.repetitions, ad.step, ad.max_repetitions)
     initial = {c: [recorded.get(c, {}).get(r, math.nan) for r in range(params.repetitions)] for c in configs}
     # each claim's testable part: a configuration this lab cannot realize is never waited for
-    specs = [x for x in (s.spec(present=initial) for s in claimsets.cni_claims_of(params)) if x]
+    specs = [x for x in (s.spec(present=initial) for s in _claims_of(params)) if x]
 
     def one(added: adaptive.Added) -> float:
         have = recorded.get(added.config, {})
         return have[added.repetition] if added.repetition in have else measure_one(added)
 
-    return adaptive.run(one, specs, initial, plan, {c: 0.0 for c in initial},
+    return adaptive.run(one, specs, initial, plan, {c: _resolution(params) for c in initial},
                         design or claims.current_design(), seconds=ad.seconds, clock=clock)
 
 
@@ -372,11 +450,8 @@ def _adapt_tools(params: CniExperimentParams, backend, runnable: list[CniScenari
                  bar: Progress) -> None:
     """:func:`adapt` on the lab: each added repetition a tool run with ``repetition`` = its index and
     labels ``added_look`` / ``added_reason``; the run's records end with an ``adaptive`` note."""
-    ad = params.adaptive
     by_config = {cni_config(step_labels(sc, s)): (sc, s[1:]) for sc in runnable for s in steps(params.grid)}
-    bar.note(f"adaptive repetitions: up to {ad.max_repetitions} per configuration, {ad.step} per look"
-             + (f", within {ad.seconds:g} s" if ad.seconds else "")
-             + " (Pocock-type alpha spending over the looks)")
+    _adaptive_start(params, bar)
     with ExitStack() as stack:
         open_ = {}  # the lab open now: {"scenario", "lab", "at", "nginx"}
 
@@ -393,9 +468,51 @@ def _adapt_tools(params: CniExperimentParams, backend, runnable: list[CniScenari
                                 file_bytes=params.wrk.file_bytes)
                 open_["nginx"] = True
             return _tool_run(params, open_["lab"], open_["at"], sc, (added.repetition, proto, direction, size), rec,
-                             bar, {"added_look": added.look, "added_reason": added.reason})
+                             bar, _added_labels(added))
 
         out = adapt(params, by_config, tool_values(read_records(records), rec.run_id), measure_one)
+    _adaptive_end(out, rec, bar)
+
+
+def _adapt_searches(params: ExperimentParams, backend, calibration: Calibration, runnable: list[Scenario], records,
+                    rec: RecordWriter, bar: Progress) -> None:
+    """:func:`adapt` on the lab for a search experiment (B, C): each added repetition one search (and its
+    latency trials) of one (scenario, frame size) on a fresh lab, as every repetition (:func:`_measure`),
+    ``repetition`` = its index, its records labelled ``added_look`` / ``added_reason``; the run's
+    records end with an ``adaptive`` note."""
+    names = claimsets.key_labels(claimsets.search_claims_of(params))
+    by_config = {search_config({**sc.labels(), "frame_size": fs}, names): (sc, fs)
+                 for sc, fs in _cells(params, runnable)}
+    _adaptive_start(params, bar)
+
+    def measure_one(added: adaptive.Added) -> float:
+        sc, fs = by_config[added.config]
+        found = _measure(params, backend, calibration, sc, added.repetition, rec, bar, [fs], _added_labels(added))
+        return _ndr(found[fs])
+
+    _adaptive_end(adapt(params, by_config, search_values(read_records(records), rec.run_id, names), measure_one),
+                  rec, bar)
+
+
+def _ndr(results: Optional[list]) -> float:
+    """The rate a search's claims compare (:data:`nfvlab.claimsets.SEARCH_GOAL`); NaN when none was found."""
+    return _positive(next((r.throughput_pps for r in results or () if r.goal == claimsets.SEARCH_GOAL), None))
+
+
+def _added_labels(added: adaptive.Added) -> dict:
+    """The labels an added repetition's records carry besides the ordinary ones."""
+    return {"added_look": added.look, "added_reason": added.reason}
+
+
+def _adaptive_start(params: Union[ExperimentParams, CniExperimentParams], bar: Progress) -> None:
+    ad = params.adaptive
+    bar.note(f"adaptive repetitions: up to {ad.max_repetitions} per configuration, {ad.step} per look"
+             + (f", within {ad.seconds:g} s" if ad.seconds else "")
+             + " (Pocock-type alpha spending over the looks)")
+
+
+def _adaptive_end(out: adaptive.Outcome, rec: RecordWriter, bar: Progress) -> None:
+    """The run's ``adaptive`` note (why it stopped, how many added, the claims left inconclusive), and its line."""
     verdicts = [v["verdict"] for v in out.verdicts]
     undecided = verdicts.count("inconclusive")
     text = (f"adaptive repetitions: stopped: {out.stopped}; {len(out.added)} repetition(s) added in "
@@ -514,40 +631,48 @@ class Progress:
 
 
 def _measure(params: ExperimentParams, backend, calibration: Calibration, scenario: Scenario, rep: int,
-             rec: RecordWriter, bar, frame_sizes) -> None:
-    cl = scenario.labels()
+             rec: RecordWriter, bar, frame_sizes, extra: Optional[dict] = None) -> dict:
+    """Repetition ``rep`` of ``scenario`` on a fresh lab: a search per frame size (:func:`_search`); frame
+    size -> its search results (None: failed, or a sweep). ``extra``: the labels of an added repetition."""
     with measure.bench(backend, params.lab.generator, scenario, params.traffic) as (session, gen):
-        for fs in frame_sizes:
-            labels = {**cl, "frame_size": fs, "repetition": rep}
-            knobs = str(scenario.resources)
-            what = f"{scenario.label}{'' if knobs == 'default resources' else f' ({knobs})'} {fs} B rep {rep}"
+        return {fs: _search(params, calibration, gen, scenario, fs, rep, rec, bar, extra or {}) for fs in frame_sizes}
 
-            def on_trial(t, cl=cl, rep=rep):
-                bar.trial()
-                rec.trial(t, purpose="search", repetition=rep, **cl)
 
-            meas = measure.measurer(gen, fs, params.traffic, extra={"model": scenario.model}, search=params.search)
-            ceiling = calibration.ceiling(gen.identity(), fs)
-            max_rate = params.search.max_rate_pps or measure.default_max_rate(params.lab.port_speed, fs, ceiling)
-            try:
-                results = measure.search(
-                    meas, fs, params.search, max_rate_pps=max_rate, ceiling_pps=ceiling, progress=False,
-                    warmup_s=params.trial.warmup_s, on_trial=on_trial)
-            except SearchError as err:
-                rec.note(f"search failed: {err}", kind="search-failed", **labels)
-                bar.update(what, f"search failed: {err}")
-                continue
-            if not isinstance(results, list):  # a sweep's DataFrame: no rate to take latency at
-                bar.update(what, "sweep done")
-                continue
-            latency_under_load(params, gen, fs, results, rec, bar, rep, cl, scenario.model)
-            # Search results last: a resumed run (which skips searches with a result)
-            # redoes a search whose latency trials were interrupted.
-            for r in results:
-                rec.search({k: v for k, v in r.to_dict().items() if k != "trials"},
-                           goal=r.goal, **labels)
-            bar.update(what, ", ".join(f"{r.goal} {r.throughput_pps:,.0f} pps" for r in results
-                                       if r.throughput_pps is not None) or "no rate found")
+def _search(params: ExperimentParams, calibration: Calibration, gen, scenario: Scenario, fs, rep: int,
+            rec: RecordWriter, bar, extra: dict) -> Optional[list]:
+    """One search and its latency trials, every record labelled (and ``extra``); its results (None:
+    the search failed, recorded as a ``search-failed`` note; or a sweep, which has no rate)."""
+    cl = scenario.labels()
+    labels = {**cl, "frame_size": fs, "repetition": rep, **extra}
+    knobs = str(scenario.resources)
+    what = f"{scenario.label}{'' if knobs == 'default resources' else f' ({knobs})'} {fs} B rep {rep}"
+
+    def on_trial(t):
+        bar.trial()
+        rec.trial(t, purpose="search", repetition=rep, **cl, **extra)
+
+    meas = measure.measurer(gen, fs, params.traffic, extra={"model": scenario.model}, search=params.search)
+    ceiling = calibration.ceiling(gen.identity(), fs)
+    max_rate = params.search.max_rate_pps or measure.default_max_rate(params.lab.port_speed, fs, ceiling)
+    try:
+        results = measure.search(
+            meas, fs, params.search, max_rate_pps=max_rate, ceiling_pps=ceiling, progress=False,
+            warmup_s=params.trial.warmup_s, on_trial=on_trial)
+    except SearchError as err:
+        rec.note(f"search failed: {err}", kind="search-failed", **labels)
+        _report(bar, what, f"search failed: {err}", extra)
+        return None
+    if not isinstance(results, list):  # a sweep's DataFrame: no rate to take latency at
+        _report(bar, what, "sweep done", extra)
+        return None
+    latency_under_load(params, gen, fs, results, rec, bar, rep, {**cl, **extra}, scenario.model)
+    # Search results last: a resumed run (which skips searches with a result)
+    # redoes a search whose latency trials were interrupted.
+    for r in results:
+        rec.search({k: v for k, v in r.to_dict().items() if k != "trials"}, goal=r.goal, **labels)
+    _report(bar, what, ", ".join(f"{r.goal} {r.throughput_pps:,.0f} pps" for r in results
+                                 if r.throughput_pps is not None) or "no rate found", extra)
+    return results
 
 
 def latency_rates(params: ExperimentParams, results,

@@ -96,3 +96,45 @@ def test_the_analysis_rows_are_the_specs_of_the_levels_it_found(tmp_path):
     assert len(set(got)) >= 12 and not (set(got) - set(want))
     assert all(s.if_measured for s in specs if (s.claim, s.condition) not in got)
     assert isinstance(tabs["claims"], pd.DataFrame)
+
+
+def test_c_claims_are_the_claims_table_rows_in_order(tmp_path):
+    """Experiment C's claims C.2 as data: per frame size at s1, then per model at 1518 B; tables_c's
+    claims table lists exactly these claims and conditions, in this order."""
+    from nfvlab.experiments.c import tables_c
+    from nfvlab.records import RecordWriter
+
+    specs = list(claimsets.chain_claims(["chain-userspace", "chain-combined"], [64, 1518]))
+    assert [(s.claim, s.condition, s.by, s.where) for s in specs] == [
+        ("C.2: combined > user-space only (chain-combined > chain-userspace)", "numa=s1, 64 B", "model",
+         {"numa": "s1", "frame_size": 64}),
+        ("C.2: combined > user-space only (chain-combined > chain-userspace)", "numa=s1, 1518 B", "model",
+         {"numa": "s1", "frame_size": 1518}),
+        ("C.2: s1 best; splitting pods across NUMA nodes (s2, s3, s5, s6) degrades", "chain-userspace, 1518 B",
+         "numa", {"model": "chain-userspace", "frame_size": 1518}),
+        ("C.2: s1 best; splitting pods across NUMA nodes (s2, s3, s5, s6) degrades", "chain-combined, 1518 B",
+         "numa", {"model": "chain-combined", "frame_size": 1518})]
+    assert specs[0].chains == (("chain-combined", "chain-userspace"),)
+    assert specs[2].chains == tuple(("s1", f"s{i}") for i in range(2, 7))
+    with RecordWriter(tmp_path / "c.jsonl", "c-test", {}) as rec:
+        for rep in range(3):
+            for m, pps in (("chain-userspace", 50_000.0), ("chain-combined", 60_000.0)):
+                for fs in (64, 1518):
+                    rec.search({"goal": "ndr", "method": "synthetic", "throughput_pps": pps * (1 + rep / 100)},
+                               model=m, pinning="plan", numa="s1", frame_size=fs, repetition=rep)
+    claims = tables_c(tmp_path / "c.jsonl", ["chain-userspace", "chain-combined"])["claims"]
+    got = list(dict.fromkeys((r["claim"].split(" -- ")[0], r["condition"]) for _, r in claims.iterrows()))
+    assert got == [(s.claim, s.condition) for s in specs]
+
+
+def test_the_search_claims_of_a_grid_b_and_c_only():
+    b = P.load_experiment(REPO / "params/quick/experiment_b.yaml", REPO / "params/lab.yaml")
+    c = P.load_experiment(REPO / "params/quick/experiment_c.yaml", REPO / "params/lab.yaml")
+    assert [s.condition for s in claimsets.search_claims_of(b)][:2] == ["ovs-dpdk-vhost, numa=s1, 1518 B",
+                                                                       "ovs-dpdk-vhost, numa=s2, 1518 B"]
+    assert claimsets.key_labels(claimsets.search_claims_of(b)) == ("pinning", "model", "numa", "frame_size")
+    assert [s.condition for s in claimsets.search_claims_of(c)] == [
+        "numa=s1, 64 B", "numa=s1, 1518 B", "chain-userspace, 1518 B", "chain-combined, 1518 B"]
+    for letter in "adf":
+        p = P.load_experiment(REPO / f"params/quick/experiment_{letter}.yaml", REPO / "params/lab.yaml")
+        assert claimsets.search_claims_of(p) is None

@@ -8,7 +8,10 @@ from contextlib import contextmanager
 
 import pytest
 
-from conftest import NO_RESIDUE, lab_residue
+from conftest import NO_RESIDUE, REPO, lab_residue
+from support.adaptive_run import check_added_and_outcome
+from nfvlab import claimsets
+from nfvlab import experiment as X
 from nfvlab import params as P
 from nfvlab import results as R
 from nfvlab.experiment import Progress, run_experiment, scenarios
@@ -264,3 +267,281 @@ def test_an_mtu_above_what_a_models_ports_carry_is_refused_before_any_lab(tmp_pa
                                          r"the embedded lab \(1500\)$"):
         run_experiment(P.validate(P.ExperimentParams, bad), tmp_path / "x.jsonl", progress=False)
     assert not (tmp_path / "x.jsonl").exists()
+
+
+# ---------------------------------------------------------------------------
+# adaptive repetitions of the search experiments (B, C): the glue records -> nfvlab.adaptive.run -> records
+# ---------------------------------------------------------------------------
+def _b(**adaptive) -> P.ExperimentParams:
+    """Experiment B's quick params (pinning none / shared / exclusive x NUMA s1..s4, 1518 B, 3 repetitions),
+    fixed-n or with the ``adaptive`` section given (its file's replaced)."""
+    over = {"latency_load_fractions": [],
+            "adaptive": {"max_repetitions": 6, "step": 1, "seconds": None, **adaptive} if adaptive else None}
+    return P.load_experiment(REPO / "params/quick/experiment_b.yaml", REPO / "params/lab.yaml", over)
+
+
+def _bkey(pinning, numa="s1"):
+    return X.search_config({"model": "ovs-dpdk-vhost", "pinning": pinning, "numa": numa, "noisy_load_pct": 100,
+                            "frame_size": 1518}, ("model", "pinning", "numa", "frame_size"))
+
+
+#: NDR per (pinning, NUMA scenario), 3 repetitions; only s1 and s2 without exclusive realizable (the
+#: rest: the testable parts). At s1 shared ~ none (alternating: undecided); at s2 shared far above none
+#: (holds); s1 far above s2 for both pinning modes (holds).
+B_FIRST = {("shared", "s1"): [52_000.0, 49_000.0, 52_000.0], ("none", "s1"): [50_000.0, 52_000.0, 49_000.0],
+           ("shared", "s2"): [30_000.0, 30_100.0, 30_000.0], ("none", "s2"): [20_000.0, 20_100.0, 20_000.0]}
+
+
+def _b_recorded(extra=None):
+    out = {_bkey(*k): dict(enumerate(v)) for k, v in B_FIRST.items()}
+    for k, reps in (extra or {}).items():
+        out[_bkey(*k)].update(reps)
+    return out
+
+
+def _b_glue(p, recorded, clock=None):
+    """adapt() as the search runner calls it; an added repetition continues its configuration's cycle."""
+    calls = []
+
+    def measure_one(added):
+        calls.append(added)
+        return recorded[added.config][added.repetition % 3]
+
+    return X.adapt(p, list(recorded), recorded, measure_one, **({"clock": clock} if clock else {})), calls
+
+
+def test_b_adds_searches_only_to_the_undecided_pair_and_says_why():
+    out, calls = _b_glue(_b(step=1), _b_recorded())
+    undecided = {_bkey("shared"), _bkey("none")}
+    assert {a.config for a in out.added} == undecided and calls == out.added
+    assert sorted((a.config, a.repetition, a.look) for a in out.added) == sorted(
+        (c, r, r - 2) for c in undecided for r in (3, 4, 5))  # looks at 4, 5, 6 repetitions
+    assert all(a.reason == f"look {a.look}: {_bkey('shared')} > {_bkey('none')} undecided" for a in out.added)
+    assert out.stopped == "max repetitions" and all(len(out.values[c]) == 6 for c in undecided)
+    assert all(len(out.values[_bkey(pin, "s2")]) == 3 for pin in ("shared", "none"))
+
+
+def test_b_stops_as_soon_as_its_claims_are_decided():
+    rec = _b_recorded()
+    calls = []
+
+    def measure_one(added):  # the added repetitions set shared far above none: decided at the next look
+        calls.append(added)
+        return 80_000.0 if "pinning=shared" in added.config else 40_000.0
+
+    out = X.adapt(_b(step=2, max_repetitions=9), list(rec), rec, measure_one)
+    assert out.stopped == "decided" and calls == out.added  # looks at 3, 5, 7, 9: decided before the last
+    assert {len(out.values[_bkey(pin)]) for pin in ("shared", "none")} == {7}
+    assert [v["verdict"] for v in out.verdicts].count("inconclusive") == 0
+
+
+def test_b_never_exceeds_its_seconds_budget_but_by_one_search():
+    t = [0.0]
+
+    def measure_one(added):  # each search takes 17 s of the injected clock
+        t[0] += 17.0
+        return _b_recorded()[added.config][added.repetition % 3]
+
+    rec = _b_recorded()
+    out = X.adapt(_b(step=1, seconds=40), list(rec), rec, measure_one, clock=lambda: t[0])
+    assert out.stopped == "seconds" and len(out.added) == 2 and out.seconds <= 40  # a third would end at 51 s
+
+
+def test_a_resumed_b_run_takes_its_recorded_searches_and_measures_only_the_rest():
+    p = _b(step=1)
+    first, _ = _b_glue(p, _b_recorded())
+    done = first.added[:3]
+    have = {}
+    for a in done:
+        which = next(k for k in B_FIRST if _bkey(*k) == a.config)
+        have.setdefault(which, {})[a.repetition] = B_FIRST[which][a.repetition % 3]
+    resumed, calls = _b_glue(p, _b_recorded(have))
+    assert resumed.added == first.added and calls == first.added[3:]
+
+
+def test_search_values_are_this_runs_ndr_a_failed_search_counts_and_keys_are_the_claims():
+    lab = {"model": "ovs-dpdk-vhost", "pinning": "none", "numa": "s1", "noisy_load_pct": 100, "frame_size": 1518}
+    res = {"throughput_pps": 50_000.0}
+    recs = [{"type": "search", "run_id": "r", "labels": {"goal": "ndr", **lab, "repetition": 0}, "result": res},
+            {"type": "search", "run_id": "r", "labels": {"goal": "pdr", **lab, "repetition": 1}, "result": res},
+            {"type": "note", "run_id": "r", "labels": {"kind": "search-failed", **lab, "repetition": 1}},
+            {"type": "search", "run_id": "r", "labels": {"goal": "ndr", **lab, "repetition": 3, "added_look": 1,
+                                                          "added_reason": "x"}, "result": {"throughput_pps": 0}},
+            {"type": "search", "run_id": "old", "labels": {"goal": "ndr", **lab, "repetition": 2}, "result": res}]
+    names = claimsets.key_labels(claimsets.search_claims_of(_b()))
+    got = X.search_values(recs, "r", names)
+    spec = next(s for s in claimsets.search_claims_of(_b()) if s.by == "pinning" and s.where["numa"] == "s1")
+    assert list(got) == [spec.config("none")] == [_bkey("none")]
+    v = got[_bkey("none")]
+    assert v[0] == 50_000.0 and v[1] != v[1] and v[3] == X.ZERO_RATE and 2 not in v
+
+
+@pytest.mark.parametrize("letter", ["b", "c"])
+def test_every_claim_level_of_b_and_c_is_a_configuration_the_runner_searches(letter):
+    p = P.load_experiment(REPO / f"params/quick/experiment_{letter}.yaml", REPO / "params/lab.yaml")
+    specs = claimsets.search_claims_of(p)
+    names = claimsets.key_labels(specs)
+    runner = {X.search_config({**sc.labels(), "frame_size": fs}, names) for sc in scenarios(p)
+              for fs in p.traffic.frame_sizes}
+    assert all(set(s.labels) == set(names) for s in specs)  # one key per configuration for every claim
+    wanted = {s.config(v) for s in specs for v in s.levels()}
+    assert wanted <= runner, sorted(wanted - runner)  # none a typo the driver would wait for forever
+
+
+def test_experiments_without_claims_refuse_adaptive_in_one_line_before_anything_exists(tmp_path, monkeypatch):
+    monkeypatch.setattr("nfvlab.labs.backend_for", lambda *a, **k: pytest.fail("a lab backend was asked for"))
+    p = P.load_experiment(REPO / "params/quick/experiment_a.yaml", REPO / "params/lab.yaml",
+                          {"adaptive": {"max_repetitions": 6}})
+    with pytest.raises(InputError, match=r"^adaptive: adaptive repetitions are wired for experiments B and C "
+                                         r"\(searches\) and E \(tool runs\), not a-[^\n]*: remove adaptive: "
+                                         r"from its params$"):
+        run_experiment(p, tmp_path / "a.jsonl", progress=False)
+    assert not (tmp_path / "a.jsonl").exists()
+
+
+def test_a_grid_axis_no_claim_names_refuses_adaptive_before_anything_exists(tmp_path, monkeypatch):
+    monkeypatch.setattr("nfvlab.labs.backend_for", lambda *a, **k: pytest.fail("a lab backend was asked for"))
+    p = P.load_experiment(REPO / "params/quick/experiment_b.yaml", REPO / "params/lab.yaml",
+                          {"mtu_bytes": [1500, 9000], "adaptive": {"max_repetitions": 6}})
+    with pytest.raises(InputError, match=r"^adaptive: b-pinning-numa's claims name pinning, model, numa, frame_size "
+                                         r"only, which do not tell this grid's configurations apart"):
+        run_experiment(p, tmp_path / "b.jsonl", progress=False)
+    assert not (tmp_path / "b.jsonl").exists()
+    assert X.adaptive_problem(_b()) is None and X.adaptive_problem(_b(step=2)) is None
+
+
+class _FakeResult:
+    def __init__(self, pps):
+        self.goal, self.throughput_pps = "ndr", pps
+
+    def to_dict(self):
+        return {"goal": self.goal, "throughput_pps": self.throughput_pps, "trials": []}
+
+
+def _fake_lab(monkeypatch, stop_after=None):
+    """run_experiment without a lab: the host lock, generator identity, lab and search faked; the NDR of a
+    search cycles through :data:`B_FIRST` (s1 only: the rest not realizable). Returns the searches made,
+    (pinning, repetition) in order; ``stop_after``: an interrupt (Ctrl-C) at that search."""
+    class NoLock:
+        def __init__(self, *a, **k):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    class Backend:
+        kind = "fake"
+
+        def ready(self):
+            return []
+
+        def check(self, sc):
+            return [] if sc.resources.numa == "s1" and sc.resources.pinning != "exclusive" else ["not on this host"]
+
+        def mtu(self, sc):
+            return 1500
+
+        def describe(self):
+            return {"lab_kind": "fake"}
+
+    searched, at = [], {}
+
+    @contextmanager
+    def bench(backend, generator, scenario, traffic):
+        at["scenario"] = scenario
+        yield None, type("Gen", (), {"identity": lambda self: {"name": "fake"}, "describe": lambda self: {}})()
+
+    def search(meas, fs, sp, **kw):
+        if stop_after is not None and len(searched) == stop_after:
+            raise KeyboardInterrupt
+        pin = at["scenario"].resources.pinning
+        searched.append(pin)
+        return [_FakeResult(B_FIRST[(pin, "s1")][(searched.count(pin) - 1) % 3])]
+
+    monkeypatch.setattr(X, "HostLock", NoLock)
+    monkeypatch.setattr(X, "identity_for", lambda *a, **k: {"name": "fake"})
+    monkeypatch.setattr(X, "tx_paths", lambda g: ())
+    monkeypatch.setattr(X.measure, "bench", bench)
+    monkeypatch.setattr(X.measure, "measurer", lambda *a, **k: None)
+    monkeypatch.setattr(X.measure, "search", search)
+    return Backend(), searched
+
+
+def _units(records):
+    return [(r["labels"]["pinning"], r["labels"]["repetition"], r["labels"].get("added_look"))
+            for r in read_records(records) if r["type"] == "search"]
+
+
+def test_an_adaptive_b_run_records_labelled_searches_and_ends_with_its_note(tmp_path, monkeypatch, capsys):
+    backend, searched = _fake_lab(monkeypatch)
+    records = tmp_path / "b.jsonl"
+    run_experiment(_b(step=1, max_repetitions=5), records, backend=backend, resume=False)
+    recs = read_records(records)
+    searches = [r for r in recs if r["type"] == "search"]
+    assert len(searched) == len(searches) == 6 + 4  # shared ~ none at s1: repetitions 3 and 4 added to both
+    for r in searches[6:]:
+        assert r["labels"]["repetition"] in (3, 4) and r["labels"]["added_look"] == r["labels"]["repetition"] - 2
+        assert r["labels"]["added_reason"] == f"look {r['labels']['added_look']}: {_bkey('shared')} > " \
+                                              f"{_bkey('none')} undecided"
+    assert all("added_look" not in r["labels"] for r in searches[:6])
+    note = recs[-2]
+    assert note["labels"] == {"kind": "adaptive", "stopped": "max repetitions", "added": 4,
+                              "seconds": note["labels"]["seconds"], "inconclusive": 1}
+    assert recs[-1]["status"] == "completed" and recs[0]["params"]["adaptive"] == {
+        "max_repetitions": 5, "step": 1, "seconds": None}
+    out = capsys.readouterr().out
+    assert "b-pinning-numa: adaptive repetitions: up to 5 per configuration, 1 per look (Pocock-type" in out
+    assert "b-pinning-numa: added ovs-dpdk-vhost (pinning=none, noisy_load_pct=100) 1518 B rep 3 (look 1: " in out
+    assert "b-pinning-numa: adaptive repetitions: stopped: max repetitions; 4 repetition(s) added in " in out
+
+
+def test_a_fixed_n_b_run_records_no_adaptive_key_note_or_label(tmp_path, monkeypatch):
+    backend, searched = _fake_lab(monkeypatch)
+    records = tmp_path / "b.jsonl"
+    run_experiment(_b(), records, backend=backend, resume=False, progress=False)
+    recs = read_records(records)
+    assert len(searched) == 6 and "adaptive" not in recs[0]["params"]
+    assert not any(r["labels"].get("kind") == "adaptive" for r in recs if r["type"] == "note")
+    assert list(recs[1 + 10]["labels"]) == ["goal", "model", "pinning", "numa", "noisy_load_pct", "frame_size",
+                                            "repetition"]  # the labels of a search, as before
+
+
+def test_a_resumed_adaptive_b_run_measures_only_what_it_lacks(tmp_path, monkeypatch):
+    records = tmp_path / "b.jsonl"
+    p = _b(step=1, max_repetitions=5)
+    backend, _ = _fake_lab(monkeypatch, stop_after=8)  # interrupted in the adaptive phase, 2 added searches done
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(p, records, backend=backend, progress=False)
+    first = _units(records)
+    backend, searched = _fake_lab(monkeypatch)
+    run_experiment(p, records, backend=backend, progress=False)
+    units = _units(records)
+    assert len(first) == 8 and len(searched) == 2 and len(units) == 10
+    assert len(set((pin, rep) for pin, rep, _ in units)) == 10  # no search made twice
+    assert read_records(records)[-1]["status"] == "completed"
+
+
+@pytest.mark.lab
+def test_an_adaptive_search_run_adds_labelled_repetitions_within_its_plan_and_ends_with_its_outcome(
+        clean_host, tmp_path, capsys):
+    """On the embedded lab (experiment B's claims over macvlan, pinning none / shared at s1, the known-capacity
+    bridge: whatever the rates), every added search and its trials are labelled with their look and reason,
+    continue their configuration's repetitions within max_repetitions, and the run ends with the outcome
+    note; the analysis judges it with the plan."""
+    from nfvlab import analysis
+
+    params = P.validate(P.ExperimentParams, {
+        **TINY, "experiment": "b-tiny", "models": ["macvlan"], "resources": {"pinning": ["none", "shared"]},
+        "latency_load_fractions": [0.0], "adaptive": {"max_repetitions": 3, "step": 1, "seconds": 60}})
+    records = tmp_path / "b.jsonl"
+    run_experiment(params, records, backend=KnownCapacityLab(CAPACITY_PPS))
+    assert lab_residue() == NO_RESIDUE
+    recs = read_records(records)
+    added = check_added_and_outcome(recs, "search", 4, 2)
+    added_trials = [t for t in recs if t["type"] == "trial" and "added_look" in t["labels"]]
+    assert bool(added_trials) == bool(added) and all(t["labels"]["repetition"] == 2 for t in added_trials)
+    assert analysis.plan_of(records) == X.claims.Plan(2, 1, 3)
+    assert "b-tiny: adaptive repetitions: stopped: " in capsys.readouterr().out

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import NO_RESIDUE, REPO
+from support.adaptive_run import check_added_and_outcome
 from test_labs_cni import cni_residue
 
 from nfvlab import experiment as X
@@ -374,15 +375,6 @@ def test_a_fixed_n_run_records_its_params_as_before_and_an_adaptive_one_its_plan
     assert adaptive["fingerprint"] != fixed["fingerprint"]
 
 
-def test_the_search_experiments_refuse_adaptive_before_anything_exists(tmp_path):
-    p = P.load_experiment(REPO / "params/quick/experiment_b.yaml", REPO / "params/lab.yaml",
-                          {"adaptive": {"max_repetitions": 10}})
-    with pytest.raises(InputError, match="^adaptive: adaptive repetitions are wired for experiment E's tool runs "
-                                         "only"):
-        X.run_experiment(p, tmp_path / "b.jsonl")
-    assert not (tmp_path / "b.jsonl").exists()
-
-
 @pytest.mark.lab
 def test_an_adaptive_run_adds_labelled_repetitions_within_its_plan_and_ends_with_its_outcome(tmp_path, clean_host,
                                                                                              capsys):
@@ -399,18 +391,7 @@ def test_an_adaptive_run_adds_labelled_repetitions_within_its_plan_and_ends_with
     X.run_experiment(exp, records)
     assert cni_residue() == NO_RESIDUE
     recs = read_records(records)
-    meas = [r for r in recs if r["type"] == "measurement"]
-    first = [m for m in meas if "added_look" not in m["labels"]]
-    added = [m for m in meas if "added_look" in m["labels"]]
-    assert len(first) == 4 and all(m["labels"]["repetition"] < 2 for m in first)
-    for m in added:
-        assert m["labels"]["repetition"] == 2 and m["labels"]["added_look"] == 1
-        assert m["labels"]["added_reason"].startswith("look 1: ") and "undecided" in m["labels"]["added_reason"]
-    note = recs[-2]
-    assert note["type"] == "note" and note["labels"]["kind"] == "adaptive"
-    assert note["labels"]["added"] == len(added) and note["labels"]["stopped"] in (
-        "decided", "max repetitions", "seconds")
-    assert recs[-1]["type"] == "end" and recs[-1]["status"] == "completed"
+    check_added_and_outcome(recs, "measurement", 4, 2)
     assert recs[0]["params"]["adaptive"] == {"max_repetitions": 3, "step": 1, "seconds": 30.0}
     assert analysis.plan_of(records) == X.claims.Plan(2, 1, 3)
     assert "e-test: adaptive repetitions: stopped: " in capsys.readouterr().out

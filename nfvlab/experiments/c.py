@@ -6,9 +6,9 @@ from typing import Optional
 
 import pandas as pd
 
-from nfvlab import reference
+from nfvlab import claimsets, reference
 from nfvlab.analysis import (CLAIM_COLUMNS, HOST_ONLY, bar_figure, beside, claim_counts, claim_rows, config_table,
-                             inputs, levels, metric_values, select, status_of, throughput_figure)
+                             inputs, levels, metric_values, plan_of, select, status_of, throughput_figure)
 from nfvlab.experiments.base import Experiment, PathLike
 
 #: Frame sizes the tables show when the records have no search at all: the draft's.
@@ -20,9 +20,9 @@ GOAL = "ndr"
 
 
 #: The draft's Figure 16 models and the local model standing in for each.
-DRAFT_C_ANALOGUES = {"userspace-vpp": "chain-userspace", "combined-sriov-vpp": "chain-combined"}
+DRAFT_C_ANALOGUES = {"userspace-vpp": claimsets.USERSPACE_CHAIN, "combined-sriov-vpp": claimsets.COMBINED_CHAIN}
 #: NUMA scenarios of the draft's claims (Figures 13 and 17) and the frame size they use.
-NUMA_FRAME_SIZE = 1518
+NUMA_FRAME_SIZE = claimsets.CHAIN_NUMA_FRAME_SIZE
 
 
 def tables_c(records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
@@ -36,7 +36,8 @@ def tables_c(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
         scenario at 1518 B with ``draft11_fig17_gbps`` beside (published, Gbit/s,
         the draft's 40 GbE testbed -- not this host); ``claims``: C.2 "combined >
         user-space only" per frame size and "s1 best; splitting pods across NUMA
-        nodes (s2, s3, s5, s6) degrades" (s1 above each of s2..s6) per model.
+        nodes (s2, s3, s5, s6) degrades" (s1 above each of s2..s6) per model
+        (:func:`nfvlab.claimsets.chain_claims`; an adaptive run's judged with its plan, :func:`plan_of`).
     """
     s, notes, models = inputs(records, GOAL, models)
     sizes = levels(s["frame_size"], notes["frame_size"], default=DEFAULT_FRAME_SIZES)
@@ -51,19 +52,23 @@ def tables_c(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
                          "frame_size": [NUMA_FRAME_SIZE]}, "ndr")
     numa = beside(numa, reference.multipod_numa(), {"numa": "scenario", "frame_size": "frame_size"},
                    "throughput_gbps", "draft11_fig17_gbps")
-    order = [DRAFT_C_ANALOGUES["combined-sriov-vpp"], DRAFT_C_ANALOGUES["userspace-vpp"]]
-    rows = []
-    for fs in sizes:
-        rows += claim_rows(f"C.2: combined > user-space only ({order[0]} > {order[1]})", f"numa=s1, {fs} B",
-                           [order], select(s1, frame_size=fs), "model",
-                           status_of(comb, "model", frame_size=fs))
-    for m in models:
-        rows += claim_rows("C.2: s1 best; splitting pods across NUMA nodes (s2, s3, s5, s6) degrades",
-                           f"{m}, {NUMA_FRAME_SIZE} B", [["s1", f"s{i}"] for i in range(2, 7)],
-                           select(s, model=m, frame_size=NUMA_FRAME_SIZE), "numa",
-                           status_of(numa, "numa", model=m))
+    rows, plan = [], plan_of(records)
+    for spec in claimsets.chain_claims(models, sizes):
+        data, table, where = _claim_data(spec, s, s1, comb, numa)
+        rows += claim_rows(spec.claim, spec.condition, spec.chains, select(data, **where), spec.by,
+                           status_of(table, spec.by, **where), plan=plan)
     return {"combination": comb, "numa": numa, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)}
 
+
+def _claim_data(spec: claimsets.ClaimSpec, searches: pd.DataFrame, s1: pd.DataFrame, comb: pd.DataFrame,
+                numa: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """The rows a claim reads, the table its levels' status comes from, and the fixed labels to select
+    them by: a claim at NUMA scenario s1 reads the s1 rows (records without a ``numa`` label count as
+    s1) and the combination table; the others the NUMA table."""
+    where = dict(spec.where)
+    if where.pop("numa", None) == "s1":
+        return s1, comb, where
+    return searches, numa, where
 
 
 def figures_c(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[Path]:
