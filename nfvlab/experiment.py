@@ -127,6 +127,8 @@ def _dump(params, source: Optional[str]) -> dict:
     dump = params.model_dump()
     if dump.get("adaptive", 0) is None:  # a fixed-n run: its run record as before adaptive runs existed
         del dump["adaptive"]
+    if dump.get("lab_instance") == "per-configuration":  # the default: as before the choice existed
+        del dump["lab_instance"]
     dump["fingerprint"] = fingerprint(dump)
     if source:
         dump["source"] = source
@@ -205,8 +207,10 @@ def run_experiment(params: Union[ExperimentParams, CniExperimentParams], records
         for rep in range(params.repetitions):
             for sc in runnable:
                 sizes = [fs for r, s, fs in todo if r == rep and s == sc]
-                if sizes:
-                    _measure(params, backend, calibration, sc, rep, rec, bar, sizes)
+                per_lab = [[fs] for fs in sizes] if params.lab_instance == "per-frame-size" else [sizes]
+                for group in per_lab:
+                    if group:
+                        _measure(params, backend, calibration, sc, rep, rec, bar, group)
         bar.note(f"done: {bar.done} searches, {bar.trials} trials in "
                  f"{_duration(time.monotonic() - bar.t0)}")
         if params.adaptive is not None:

@@ -8,7 +8,7 @@ provide one; searches never know which.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Optional, Protocol, Union
+from typing import Iterable, Optional, Protocol, Union
 
 from nfvlab.traffic.stats import DirectionStats, LatencyStats
 
@@ -38,8 +38,10 @@ class TrialResult:
     """Free-form details (generator, lab, model) recorded with the trial."""
     valid: bool = True
     """False when the generator did not offer the intended load on schedule through its own
-    fault (a stall beyond its slip budget, a stretched duration): not a measurement of the
-    DUT. Searches never use an invalid trial; records keep it (docs/methodology.md)."""
+    fault (a stall beyond its slip budget, a stretched duration), or when the trial lost frames
+    while the DUT was still delivering an earlier trial's backlog (:func:`backlog_fault`): not a
+    measurement of the DUT at this rate. Searches never use an invalid trial; records keep it
+    (docs/methodology.md)."""
     invalid_reason: Optional[str] = None
     """One line: why the trial is invalid (with the stall figures); None for a valid trial."""
 
@@ -118,6 +120,7 @@ class TrialResult:
                 foreign_packets=x.get("foreign_packets", 0),
                 duplicate_packets=x.get("duplicate_packets", 0),
                 reordered_packets=x.get("reordered_packets", 0),
+                stale_packets=x.get("stale_packets"),
             )
             for x in d["directions"]
         )
@@ -138,6 +141,29 @@ class Measurer(Protocol):
     """Runs one trial at ``rate_pps`` per direction for ``duration_s`` seconds."""
 
     def __call__(self, rate_pps: float, duration_s: float) -> TrialResult: ...
+
+
+#: Frames of an earlier trial a direction may receive, as a share of its intended frames, before a
+#: lossy trial is ruled invalid (:func:`backlog_fault`): a frame or two arriving late is no backlog.
+BACKLOG_MIN_SHARE = 0.001
+
+
+def backlog_fault(directions: Iterable[DirectionStats]) -> Optional[str]:
+    """Why a trial is invalid because the DUT had not settled, or None.
+
+    A direction that lost frames while it received more than :data:`BACKLOG_MIN_SHARE` of its
+    intended frames' worth of an earlier trial's frames (``stale_packets``) spent DUT capacity on
+    that backlog: its loss may be the earlier trial's, not this rate's. RFC 2544 (section 23) lets
+    the DUT settle between trials; a DUT that holds frames until new traffic pushes them out (a
+    packet-socket TX ring kicked only by the next send) never does, and every trial after an
+    overloaded one then measures the backlog.
+    """
+    for d in directions:
+        stale = d.stale_packets or 0
+        if d.lost_packets > 0 and stale > BACKLOG_MIN_SHARE * d.intended_packets:
+            return (f"the DUT delivered {stale} frames of an earlier trial during this one ({d.tx_port} -> "
+                    f"{d.rx_port}, {d.lost_packets} of {d.intended_packets} lost): it had not settled")
+    return None
 
 
 def run_trial(
@@ -164,11 +190,11 @@ def run_trial(
         details["tx"] = {"path": generator.tx, "requested": generator.tx_requested, "why": generator.tx_why}
     if schedule is not None:
         details["schedule"] = asdict(schedule)
+    faults = [f for f in (None if schedule is None else schedule.fault, backlog_fault(dirs)) if f]
     return TrialResult(
         rate_pps=float(rate_pps), duration_s=float(duration_s), frame_size=frame_size,
         directions=tuple(dirs), started_at=started, kind=kind, extra=details,
-        valid=schedule is None or schedule.fault is None,
-        invalid_reason=None if schedule is None else schedule.fault,
+        valid=not faults, invalid_reason="; ".join(faults) or None,
     )
 
 

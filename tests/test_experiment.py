@@ -52,6 +52,23 @@ class KnownCapacityLab(EmbeddedLab):
 
 
 @pytest.mark.lab
+def test_a_lab_per_frame_size_builds_one_for_every_search(clean_host, tmp_path):
+    """lab_instance: per-frame-size: each (configuration, repetition, frame size) on its own lab instance;
+    the run record says so, a default run's record has no such key."""
+    params = P.validate(P.ExperimentParams, {**TINY, "models": ["macvlan"], "repetitions": 1,
+                                             "traffic": {**TINY["traffic"], "frame_sizes": [FRAME, 256]},
+                                             "latency_load_fractions": [], "lab_instance": "per-frame-size"})
+    backend = KnownCapacityLab(CAPACITY_PPS)
+    run_experiment(params, tmp_path / "raw.jsonl", backend=backend)
+    assert backend.opened == ["macvlan", "macvlan"]
+    s = R.searches_frame(tmp_path / "raw.jsonl")
+    assert sorted(s["frame_size"]) == [FRAME, 256]
+    run = read_records(tmp_path / "raw.jsonl")[0]
+    assert run["params"]["lab_instance"] == "per-frame-size"
+    assert "lab_instance" not in X._dump(P.validate(P.ExperimentParams, TINY), None)
+
+
+@pytest.mark.lab
 def test_each_search_finds_the_known_capacity_and_unrealizable_models_are_notes(clean_host, tmp_path, capsys):
     rec = tmp_path / "raw.jsonl"
     backend = KnownCapacityLab(CAPACITY_PPS)
@@ -527,14 +544,14 @@ def test_a_resumed_adaptive_b_run_measures_only_what_it_lacks(tmp_path, monkeypa
 @pytest.mark.lab
 def test_an_adaptive_search_run_adds_labelled_repetitions_within_its_plan_and_ends_with_its_outcome(
         clean_host, tmp_path, capsys):
-    """On the embedded lab (experiment B's claims over macvlan, pinning none / shared at s1, the known-capacity
-    bridge: whatever the rates), every added search and its trials are labelled with their look and reason,
+    """On the embedded lab (experiment B's claims over ovs-dpdk-vhost, pinning none / shared at s1, realized as
+    the known-capacity bridge: whatever the rates; macvlan's pods have no process to pin), every added search and its trials are labelled with their look and reason,
     continue their configuration's repetitions within max_repetitions, and the run ends with the outcome
     note; the analysis judges it with the plan."""
     from nfvlab import analysis
 
     params = P.validate(P.ExperimentParams, {
-        **TINY, "experiment": "b-tiny", "models": ["macvlan"], "resources": {"pinning": ["none", "shared"]},
+        **TINY, "experiment": "b-tiny", "models": ["ovs-dpdk-vhost"], "resources": {"pinning": ["none", "shared"]},
         "latency_load_fractions": [0.0], "adaptive": {"max_repetitions": 3, "step": 1, "seconds": 60}})
     records = tmp_path / "b.jsonl"
     run_experiment(params, records, backend=KnownCapacityLab(CAPACITY_PPS))

@@ -171,6 +171,14 @@ def test_mtu_grid_is_checked_with_one_line_naming_the_field(tmp_path):
     assert "mtu_bytes: 9000 is above the lab's link MTU lab.mtu (1500)" in msg
 
 
+def test_lab_instance_is_one_of_two_and_said_in_one_line(tmp_path):
+    assert P.ExperimentParams(experiment="x").lab_instance == "per-configuration"
+    ok = write(tmp_path, "experiment: f\nlab_instance: per-frame-size\n", "ok.yaml")
+    assert P.load(ok).lab_instance == "per-frame-size"
+    msg = error_of(tmp_path, "experiment: f\nlab_instance: per-trial\n")
+    assert "lab_instance: Input should be 'per-configuration' or 'per-frame-size'" in msg and "\n" not in msg
+
+
 # -- adaptive repetitions (AdaptiveParams, the adaptive: section of ExperimentParams / CniExperimentParams) --
 
 @pytest.mark.parametrize("model", [P.ExperimentParams, P.CniExperimentParams])

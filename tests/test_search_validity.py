@@ -64,7 +64,7 @@ def test_invalid_trials_are_recorded_repeated_and_never_decide(method):
 def test_a_load_that_stays_invalid_ends_the_search_saying_so(repeats):
     seen = []
     measure = StallingGenerator(SyntheticDut(capacity_pps=CAPACITY_PPS), range(100), max_invalid_repeats=repeats)
-    with pytest.raises(GeneratorFaultError, match=r"could not offer 200,000 pps on schedule: "
+    with pytest.raises(GeneratorFaultError, match=r"no valid trial at 200,000 pps: "
                                                   rf"{repeats + 1} invalid trial\(s\) in a row") as err:
         rfc2544_search(measure, 1000, 200_000, loss_ratio=0.0, relative_width=0.01, duration_s=1.0,
                        on_trial=seen.append)

@@ -214,6 +214,28 @@ def test_late_frames_of_a_previous_trial_are_foreign(bridge_dut):
     assert 0 < stale <= left
     assert stale > left // 2
     assert second.foreign_packets >= stale
+    assert second.stale_packets == stale  # the record keeps it
+
+
+@lab
+def test_a_lossy_trial_behind_an_earlier_trials_backlog_is_invalid(bridge_dut):
+    """The same slow queue: a trial that loses frames while trial 1's backlog drains ahead of it is
+    invalid (the DUT had not settled); once the queue has drained, the same trial is valid."""
+    bridge_dut.tc("qdisc", "add", "dev", "db", "root", "tbf", "rate", str(500 * 60 * 8), "burst", "1600",
+                  "limit", "2000000")
+    gen = generator(bridge_dut, latency_pps=0, settle_ms=50)
+    first = run_trial(gen, 1000, 0.5, 64, bidirectional=False)
+    left = first.directions[0].sent_packets - first.directions[0].received_packets  # ~225 queued: 0.45 s
+    assert left > 100 and first.valid  # a fresh DUT: its own loss, no backlog
+    behind = run_trial(gen, 400, 0.5, 64, bidirectional=False)  # below capacity, but behind the backlog
+    d = behind.directions[0]
+    assert d.lost_packets > 0 and d.stale_packets > left // 2, d
+    assert not behind.valid and behind.invalid_reason.startswith(f"the DUT delivered {d.stale_packets} frames "
+                                                                  "of an earlier trial during this one")
+    time.sleep(2.0)  # 500 frames/s: the queue (at most ~300 frames now) drains
+    settled = run_trial(gen, 400, 0.5, 64, bidirectional=False)
+    assert settled.valid and settled.directions[0].stale_packets == 0
+    check_exact(settled.directions[0])
 
 
 INJECT = r"""
@@ -313,7 +335,8 @@ def test_generator_refuses_counts_that_break_the_invariant():
                                     "198.18.0.1", "198.19.0.1")])
     lat = {"probes_sent": 10, "probes_received": 10}
     stream = {"intended": 90, "sent": 90, "probes_intended": 10, "received": 100, "received_load": 90,
-              "received_probes": 10, "duplicates": 0, "reordered": 0, "foreign": 0, "latency": lat}
+              "received_probes": 10, "duplicates": 0, "reordered": 0, "foreign": 0, "foreign_stale": 0,
+              "latency": lat}
     (d,) = gen.directions({"counting": "tcx", "streams": [stream]}, gen.streams, 100, 1.0)
     assert d.received_packets == d.sent_packets == d.intended_packets == 100
     with pytest.raises(GeneratorError, match="received <= sent"):

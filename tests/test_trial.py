@@ -1,8 +1,10 @@
 """A trial's arithmetic: unsent frames are loss, rates per direction, records round-trip."""
+import dataclasses
+
 import pytest
 
 from nfvlab.traffic.stats import DirectionStats, LatencyStats
-from nfvlab.trial import GeneratorMeasurer, TrialResult, run_trial
+from nfvlab.trial import GeneratorMeasurer, TrialResult, backlog_fault, run_trial
 
 
 def _dir(intended, sent, received, duration_s=2.0):
@@ -71,3 +73,37 @@ def test_run_trial_and_the_measurer_pass_everything_through_and_label_the_genera
     assert r.extra == {"generator": "stand-in", "model": "x"} and r.started_at
     m = GeneratorMeasurer(gen, 64, bidirectional=True)
     assert len(m(500, 0.5).directions) == 2 and gen.calls[-1] == (500, 0.5, 64, True)
+
+
+def _stale(intended, received, stale):
+    return dataclasses.replace(_dir(intended, intended, received), stale_packets=stale, foreign_packets=stale)
+
+
+@pytest.mark.parametrize("received, stale, invalid", [
+    (1000, 900, False),   # lossless: the DUT carried the backlog and this trial's frames
+    (400, 600, True),     # lossy behind 600 frames of an earlier trial
+    (400, 2, True),       # 2 frames > 0.1 % of 1000
+    (400, 1, False),      # 1 frame = 0.1 %: a straggler, no backlog
+    (400, 0, False),
+    (400, None, False),   # a generator that cannot tell (TRex)
+])
+def test_a_lossy_trial_on_an_earlier_trials_backlog_is_invalid(received, stale, invalid):
+    fault = backlog_fault([_dir(1000, 1000, 1000), _stale(1000, received, stale)])
+    assert (fault is not None) == invalid
+    if invalid:
+        assert fault == (f"the DUT delivered {stale} frames of an earlier trial during this one (a:0 -> b:0, "
+                         f"{1000 - received} of 1000 lost): it had not settled")
+
+
+def test_run_trial_rules_a_backlog_invalid_and_the_record_keeps_the_stale_count():
+    class Backlogged(_Generator):
+        def run(self, rate_pps, duration_s, frame_size, bidirectional=True):
+            return (_stale(1000, 100, 500),)
+
+    r = run_trial(Backlogged(0), 1000, 1.0, 64, bidirectional=False)
+    assert not r.valid and r.invalid_reason.startswith("the DUT delivered 500 frames of an earlier trial")
+    back = TrialResult.from_dict(r.to_dict())
+    assert back == r and back.directions[0].stale_packets == 500
+    old = r.to_dict()
+    del old["directions"][0]["stale_packets"]  # records written before the count existed
+    assert TrialResult.from_dict(old).directions[0].stale_packets is None

@@ -27,7 +27,7 @@ def test_stalled_trials_are_invalid_in_the_records_and_end_the_search(clean_host
         assert not t.valid and "beyond the 5.0 ms its schedule absorbs" in t.invalid_reason
         assert t.extra["schedule"]["stall_s"] >= 0.039
         meas = measure.measurer(gen, 64, TrafficParams(), search=sp)
-        with pytest.raises(GeneratorFaultError, match="could not offer 20,000 pps on schedule: 3 invalid"):
+        with pytest.raises(GeneratorFaultError, match="no valid trial at 20,000 pps: 3 invalid"):
             measure.search(meas, 64, sp, max_rate_pps=20_000, progress=False,
                            on_trial=lambda tr: rec.trial(tr, purpose="search", model="linux-bridge"))
         gen.inject_stall = None  # the same lab, the generator on schedule again: the search completes

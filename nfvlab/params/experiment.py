@@ -85,6 +85,12 @@ class ExperimentParams(_Strict):
     ``mtu_bytes`` label; a frame size above a cell's MTU + 18 B is skipped with a
     ``frame-too-large`` note. ``null``: the lab's MTU (``lab.mtu``), capped by each model's ports."""
     adaptive: Adaptive = None  # adaptive repetitions (AdaptiveParams); null: a fixed-n run
+    lab_instance: Literal["per-configuration", "per-frame-size"] = "per-configuration"
+    """How often the lab is built: once per configuration and repetition, its frame sizes measured
+    one after the other on it, or afresh for every frame size, so each search starts on a DUT no
+    earlier search has loaded (a DUT that holds an overloaded trial's frames until new traffic
+    pushes them out never settles between searches: docs/methodology.md, "A DUT that has not
+    settled"). Costs one lab build per frame size (about 2 s embedded, 10 s on Kubernetes)."""
 
     @field_validator("latency_load_fractions")
     @classmethod

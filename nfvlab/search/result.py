@@ -68,7 +68,8 @@ class SearchTimeoutError(SearchError):
 
 
 class GeneratorFaultError(SearchError):
-    """Every repeat of a trial was invalid: the generator could not offer the rate on schedule.
+    """Every repeat of a trial was invalid (the generator could not offer the rate on schedule, or the
+    DUT never settled from an earlier trial: :attr:`nfvlab.trial.TrialResult.valid`).
 
     ``invalid`` holds those invalid trials (they were passed to ``on_trial`` too).
     """
@@ -304,7 +305,7 @@ class TrialLog:
             self._bar.set_postfix_str(f"invalid trial at {rate_pps:,.0f} pps: repeated", refresh=False)
             if len(invalid_here) > self.max_invalid_repeats:
                 raise GeneratorFaultError(
-                    f"the generator could not offer {rate_pps:,.0f} pps on schedule: {len(invalid_here)} "
+                    f"no valid trial at {rate_pps:,.0f} pps: {len(invalid_here)} "
                     f"invalid trial(s) in a row, the last: {result.invalid_reason}",
                     trials=self.trials, invalid=self.invalid)
             time.sleep(self._invalid_pause_s(len(invalid_here)))

@@ -120,8 +120,12 @@ class DirectionStats:
     * ``foreign_packets``: frames at the rx port without this trial's signature
       (the DUT's own ARP/ND/LLDP/STP/IGMP, other traffic, frames of an earlier
       trial arriving late). Never counted as received.
+    * ``stale_packets``: the part of ``foreign_packets`` that carries an earlier
+      trial's signature: the DUT was still delivering that trial's backlog
+      (:func:`nfvlab.trial.backlog_fault`). None when the generator cannot tell
+      (TRex, records written before it existed).
 
-    The three default to 0 for records written before they existed and for
+    The three counts default to 0 for records written before they existed and for
     generators that do not count them.
     """
 
@@ -135,6 +139,7 @@ class DirectionStats:
     foreign_packets: int = 0
     duplicate_packets: int = 0
     reordered_packets: int = 0
+    stale_packets: Optional[int] = None
 
     @property
     def offered_rate_pps(self) -> float:

@@ -409,6 +409,7 @@ class EmbeddedGenerator:
                 foreign_packets=int(r["foreign"]),
                 duplicate_packets=int(r["duplicates"]),
                 reordered_packets=int(r["reordered"]),
+                stale_packets=int(r["foreign_stale"]),
             )
             # Unique frames by sequence number cannot outnumber the frames sent, nor
             # those the intended: anything else is a bug, never to be clamped away.
