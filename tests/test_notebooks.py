@@ -185,8 +185,8 @@ def _realizable(model):
 
 
 def test_experiment_b_notebook_runs_pinning_with_a_noisy_neighbour(tmp_path, clean_host):
-    tiny = {"repetitions": 1, "resources": {"pinning": ["none", "exclusive"], "numa": ["s1", "s2"],
-                                            "noisy_load_pct": 20},
+    tiny = {"repetitions": 1, "adaptive": None,  # one repetition: a fixed-n run
+            "resources": {"pinning": ["none", "exclusive"], "numa": ["s1", "s2"], "noisy_load_pct": 20},
             "traffic": {"frame_sizes": [1518]}, "trial": {"duration_s": 0.3}, "search": TINY_SEARCH}
     s, nr = _run("b", tmp_path, tiny)
     if not _realizable("ovs-dpdk-vhost"):
@@ -203,7 +203,7 @@ def test_experiment_b_notebook_runs_pinning_with_a_noisy_neighbour(tmp_path, cle
 
 
 def test_experiment_c_notebook_runs_the_chains(tmp_path, clean_host):
-    tiny = {"repetitions": 1, "resources": {"numa": ["s1", "s4"]}, "traffic": {"frame_sizes": [64]},
+    tiny = {"repetitions": 1, "adaptive": None, "resources": {"numa": ["s1", "s4"]}, "traffic": {"frame_sizes": [64]},
             "trial": {"duration_s": 0.3}, "search": TINY_SEARCH}
     s, nr = _run("c", tmp_path, tiny)
     for model in ("chain-userspace", "chain-combined"):
