@@ -1,6 +1,5 @@
 """The embedded lab on real namespaces: build, forward, tear down, recover."""
 import json
-import os
 import signal
 import subprocess
 import sys
