@@ -9,9 +9,14 @@ why it stopped. The measuring side may import it (it imports :mod:`nfvlab.claims
 only, never the analysis).
 
 Budget: never more than ``plan.max_repetitions`` repetitions of a configuration; and, with
-``seconds``, a repetition is started only if the time spent so far plus the longest repetition
-seen so far fits in ``seconds`` (so the budget is exceeded only by a repetition slower than every
-one before it).
+``seconds``, whole looks: a look is started only if the time spent so far plus its repetitions
+times the mean time of one (those added so far, else ``unit_seconds``, the caller's estimate from
+its fixed repetitions) fits in ``seconds``, and once started it is finished (a look cut short
+costs its time and decides nothing). So the budget is exceeded only by a look slower than its
+estimate. With no estimate yet (no ``unit_seconds``, nothing added), the first look's repetitions
+are started one by one while the time spent plus the longest so far fits. With ``give_up_above``
+a claim that looks undecidable within that many repetitions gets no more
+(:func:`nfvlab.claims.plan_more`: non-binding futility).
 """
 from __future__ import annotations
 
@@ -41,20 +46,23 @@ class Added:
 class Outcome:
     """What :func:`run` did: ``values`` per configuration (in measurement order), ``added``
     (:class:`Added`, in order), ``stopped`` (``decided``: no claim needs more; ``max repetitions``;
-    ``seconds``: the time budget), ``seconds`` spent and each claim's final ``verdicts``
-    (:func:`nfvlab.claims.sequential_verdict`)."""
+    ``seconds``: the next look would not fit the time budget; ``given up``: the claims left undecided
+    were given up), ``seconds`` spent, each claim's final ``verdicts``
+    (:func:`nfvlab.claims.sequential_verdict`) and ``given_up`` (a reason per claim given up)."""
 
     values: dict
     added: list = field(default_factory=list)
     stopped: str = "decided"
     seconds: float = 0.0
     verdicts: list = field(default_factory=list)
+    given_up: list = field(default_factory=list)
 
 
 def run(measure: Callable[[Added], float], claims: Sequence[tuple[str, Sequence]],
         initial: Mapping[Hashable, Sequence[float]], plan: Plan, resolution: Mapping[Hashable, float],
         design: Design = Design(), seconds: Optional[float] = None,
-        clock: Callable[[], float] = time.monotonic) -> Outcome:
+        clock: Callable[[], float] = time.monotonic, unit_seconds: Optional[float] = None,
+        give_up_above: Optional[int] = None) -> Outcome:
     """Add repetitions to the configurations of undecided claims, look after look.
 
     Parameters
@@ -77,31 +85,43 @@ def run(measure: Callable[[Added], float], claims: Sequence[tuple[str, Sequence]
         Time budget for the added repetitions (``clock`` seconds).
     clock : callable
         Monotonic clock (injected so a test can run on simulated time).
+    unit_seconds : float, optional
+        Estimated seconds of one repetition before any is added (e.g. the fixed repetitions' mean).
+    give_up_above : int, optional
+        Repetitions per configuration beyond which a claim is given up (:func:`nfvlab.claims.plan_more`).
     """
     values = {k: list(v) for k, v in initial.items()}
     out = Outcome(values)
-    start, longest = clock(), 0.0
+    start, longest, took = clock(), 0.0, []
 
     def samples() -> dict:
         return {k: Sample(np.asarray(v, dtype=float), resolution.get(k, 0.0)) for k, v in values.items()}
 
     look = 0
     while True:
-        want = plan_more(claims, samples(), plan, design)
-        if not want:  # every claim decided / not testable, or at its last look
+        given_up: list = []
+        want = plan_more(claims, samples(), plan, design, give_up_above, given_up)
+        out.given_up = given_up
+        if not want:  # every claim decided / not testable / given up, or at its last look
             break
         look += 1
+        units = sum(max(0, min(t, plan.max_repetitions) - len(values[c])) for c, (t, _) in want.items())
+        mean = sum(took) / len(took) if took else unit_seconds
+        if seconds is not None and mean is not None and clock() - start + units * mean > seconds:
+            out.stopped = "seconds"  # the look would not fit: not started
+            break
         stopped = None
         for config in sorted(want, key=str):  # deterministic order
             target, why = want[config]
             while len(values[config]) < min(target, plan.max_repetitions):
-                if seconds is not None and clock() - start + longest > seconds:
+                if seconds is not None and mean is None and clock() - start + longest > seconds:
                     stopped = "seconds"
                     break
                 t0 = clock()
                 added = Added(config, len(values[config]), look, why)
                 values[config].append(float(measure(added)))
-                longest = max(longest, clock() - t0)
+                took.append(clock() - t0)
+                longest = max(longest, took[-1])
                 out.added.append(added)
             if stopped:
                 break
@@ -111,5 +131,5 @@ def run(measure: Callable[[Added], float], claims: Sequence[tuple[str, Sequence]
     out.seconds = clock() - start
     out.verdicts = [sequential_verdict(kind, samples(), spec, plan, design) for kind, spec in claims]
     if out.stopped == "decided" and any(v["verdict"] == "inconclusive" for v in out.verdicts):
-        out.stopped = "max repetitions"
+        out.stopped = "given up" if out.given_up else "max repetitions"
     return out

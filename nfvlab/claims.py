@@ -259,15 +259,16 @@ class _Pair:
     state: str = "untestable"
     effect: float = math.nan  # log ratio x / y
     n: int = 0
+    levels: tuple = ()  # the two levels compared (x's, y's)
 
     @property
     def ratio(self) -> float:
         return math.expm1(self.effect) if not math.isnan(self.effect) else math.nan
 
 
-def _pair(label: str, x: Sample, y: Sample, bound: float, kind: str) -> _Pair:
+def _pair(label: str, x: Sample, y: Sample, bound: float, kind: str, levels: tuple = ()) -> _Pair:
     n = min(x.n, y.n)
-    p = _Pair(label, x, y, {}, n=n)
+    p = _Pair(label, x, y, {}, n=n, levels=levels)
     if n < 2:
         return p
     p.effect = x._log[1] - y._log[1]
@@ -351,7 +352,11 @@ def _inconclusive(open_pairs: list[_Pair], m_pairs: int, alpha: float, design: D
                   + (f"about {need} repetitions per configuration would likely decide it" if need
                      else f"more than {design.n_max} repetitions per configuration would be needed"))
     p_adj = min((v for v in pick.adjusted.values()), default=math.nan)
-    return _result("inconclusive", reason, pick, p_adj, pairs, detail, mde, need)
+    out = _result("inconclusive", reason, pick, p_adj, pairs, detail, mde, need)
+    # The open pairs, for the sequential rule (:func:`plan_more`): levels, state, repetitions needed
+    # (None: beyond design.n_max, or not estimated: untestable, or ``explain`` off).
+    out["open"] = [(p.levels, p.state, nd) for _, p, _, nd in info]
+    return out
 
 
 def _detail(pairs: list[_Pair]) -> str:
@@ -367,7 +372,7 @@ def _tested(samples: Mapping[Hashable, Sample], pairs: Sequence[tuple], sep: str
             kind: str) -> list[_Pair]:
     """The claim's distinct pairs, tested and Holm-adjusted (a level without a sample has ``n = 0``)."""
     empty = Sample(np.array([]))
-    out = [_pair(f"{a}{sep}{b}", samples.get(a, empty), samples.get(b, empty), bound, kind)
+    out = [_pair(f"{a}{sep}{b}", samples.get(a, empty), samples.get(b, empty), bound, kind, (a, b))
            for a, b in dict.fromkeys(pairs)]
     _adjust(out)
     return out
@@ -489,13 +494,16 @@ def sequential_verdict(kind: str, samples: Mapping[Hashable, Sample], spec: Sequ
 
     Look ``k`` judges the first ``n_k`` repetitions of each configuration at
     :meth:`Plan.alpha_at`; the first look that decides (holds / contradicted) gives the verdict.
-    Looks the data do not reach (fewer than ``n_k`` repetitions of a level) are not taken. The
+    Looks the data do not reach (no level has ``n_k`` repetitions) are not taken; at a look taken, a
+    level with fewer than ``n_k`` enters with all it has (the runner adds repetitions only to the
+    levels of undecided pairs: :func:`plan_more`). Each look's test keeps its level whatever data
+    it reads, so the spending bound holds as for complete looks. The
     result is :func:`order_claim`'s dict plus ``look`` (0-based; the last look taken when undecided)
     and ``alpha_look`` (its level). A fixed-n run (one look) is judged at the full alpha, exactly as
     :func:`order_claim` / :func:`equality_claim`. ``explain``: as theirs, for the look returned.
     """
     levels = list(dict.fromkeys(v for s in spec for v in s))
-    have = min((samples[v].n if v in samples else 0) for v in levels) if levels else 0
+    have = max((samples[v].n if v in samples else 0) for v in levels) if levels else 0
     looks = plan.looks()
     if len(looks) == 1:  # a fixed-n run: every repetition, the full alpha
         return {**_judge(kind, samples, spec, design, design.alpha, explain), "look": 0, "alpha_look": design.alpha}
@@ -509,8 +517,15 @@ def sequential_verdict(kind: str, samples: Mapping[Hashable, Sample], spec: Sequ
 
 
 def plan_more(claims: Sequence[tuple[str, Sequence]], samples: Mapping[Hashable, Sample], plan: Plan,
-              design: Design = Design()) -> dict:
+              design: Design = Design(), give_up_above: Optional[int] = None,
+              given_up: Optional[list] = None) -> dict:
     """Which configurations need more repetitions, and why: the sequential rule of an adaptive run.
+
+    Only the levels of a claim's open pairs get more (a pair already decided needs none). With
+    ``give_up_above``, a claim none of whose open pairs looks decidable within that many repetitions
+    per configuration (each pair's ``n_needed`` from the data so far at this look's level, as its
+    inconclusive row gives it) gets no more: non-binding futility, which never raises the chance of
+    a wrong decision (it only forgoes looks; every look keeps its level).
 
     Parameters
     ----------
@@ -520,25 +535,46 @@ def plan_more(claims: Sequence[tuple[str, Sequence]], samples: Mapping[Hashable,
         Configuration -> :class:`Sample` measured so far.
     plan : Plan
         The planned looks.
+    give_up_above : int, optional
+        Repetitions per configuration beyond which a claim is given up (None: never).
+    given_up : list, optional
+        Appended with one reason per claim given up (``"<pair>: about N repetitions needed"``).
 
     Returns
     -------
     dict
         Configuration -> ``(target_n, reason)``: repetitions it should have before the next look
         (the next planned ``n_k`` above what its undecided claims have) and which claims need them.
-        Empty: every claim is decided, not testable, or at its last look.
+        Empty: every claim is decided, not testable, given up or at its last look.
     """
     want: dict = {}
     looks = plan.looks()
     for kind, spec in claims:
-        v = sequential_verdict(kind, samples, spec, plan, design, explain=False)
+        v = sequential_verdict(kind, samples, spec, plan, design, explain=give_up_above is not None)
         if v["verdict"] in ("holds", "contradicted", "not testable") or v["look"] + 1 >= len(looks):
             continue
+        open_pairs = v.get("open") or [(tuple(pair), "undecided", None) for pair in _pairs_of(kind, spec)]
+        if give_up_above is not None:
+            # an untestable pair (n < 2 on a side) has no estimate: it is never the reason to give up
+            hopeful = [x for x in open_pairs if x[1] == "untestable" or (x[2] is not None and x[2] <= give_up_above)]
+            if not hopeful:
+                if given_up is not None:
+                    given_up.append(f"{v['pair']}: " + (f"about {v['n_needed']} repetitions needed"
+                                                        if v.get("n_needed") else
+                                                        f"more than {design.n_max} repetitions needed"))
+                continue
+            open_pairs = hopeful
         target = looks[v["look"] + 1]
-        levels = list(dict.fromkeys(x for s in spec for x in s))
         why = f"look {v['look'] + 1}: {v['pair']} undecided"
-        for lvl in levels:
+        for lvl in dict.fromkeys(x for levels, _, _ in open_pairs for x in levels):
             if samples[lvl].n < target if lvl in samples else False:
                 n0, reasons = want.get(lvl, (0, []))
                 want[lvl] = (max(n0, target), [*reasons, why])
     return {k: (n, "; ".join(dict.fromkeys(r))) for k, (n, r) in want.items()}
+
+
+def _pairs_of(kind: str, spec: Sequence) -> list[tuple]:
+    """The pairs a claim tests: adjacent levels of each chain (order), the pairs themselves (equality)."""
+    if kind == "order":
+        return list(dict.fromkeys((hi, lo) for c in spec for hi, lo in zip(c, c[1:])))
+    return list(dict.fromkeys(tuple(p) for p in spec))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
 
 __all__ = ["ClaimSpec", "chain_claims", "cni_claims", "cni_claims_of", "config_key", "key_labels", "level_key",
-           "pinning_numa_claims", "search_claims_of", "testable_part", "tool_rate"]
+           "model_claims", "pinning_numa_claims", "search_claims_of", "testable_part", "tool_rate"]
 
 
 @dataclass(frozen=True)
@@ -184,6 +184,30 @@ def tool_rate(protocol: str, result: dict) -> Optional[float]:
 
 
 # ---------------------------------------------------------------------------
+# experiment A (draft Appendix A)
+# ---------------------------------------------------------------------------
+#: The draft's Figure 10 models and the local model standing in for each.
+DRAFT_A_ANALOGUES = {
+    "smartnic-sriov": "smartnic-direct",
+    "ebpf-afxdp-cni": "afxdp-cni",
+    "userspace-vpp": "ovs-dpdk-vhost",
+    "ebpf-ovs-afxdp": "ovs-afxdp",
+}
+
+
+def model_claims(frame_sizes: Sequence) -> Iterator[ClaimSpec]:
+    """Experiment A's claim A.2, "SR-IOV/AFXDP-CNI > VPP > OVS-AFXDP", on the local analogues
+    (:data:`DRAFT_A_ANALOGUES`): two chains, smartnic-direct and afxdp-cni each above ovs-dpdk-vhost
+    above ovs-afxdp, per frame size (the claims table's order: chain, then frame size)."""
+    a = DRAFT_A_ANALOGUES
+    for best in (a["smartnic-sriov"], a["ebpf-afxdp-cni"]):
+        order = [best, a["userspace-vpp"], a["ebpf-ovs-afxdp"]]
+        claim = f"A.2: {order[0]} > {order[1]} > {order[2]} (draft: SR-IOV/AFXDP-CNI > VPP > OVS-AFXDP)"
+        for fs in frame_sizes:
+            yield _spec(claim, f"{fs} B", "order", "model", [order], "throughput_pps", frame_size=fs)
+
+
+# ---------------------------------------------------------------------------
 # experiment B (draft Appendix B)
 # ---------------------------------------------------------------------------
 def pinning_numa_claims(models: Sequence, frame_sizes: Sequence, numas: Sequence,
@@ -228,16 +252,18 @@ def chain_claims(models: Sequence, frame_sizes: Sequence) -> Iterator[ClaimSpec]
 # ---------------------------------------------------------------------------
 # the search experiments' claims over a grid (the adaptive runner)
 # ---------------------------------------------------------------------------
-#: The search goal whose rate B's and C's claims compare (their tables' goal).
+#: The search goal whose rate A's, B's and C's claims compare (their tables' goal).
 SEARCH_GOAL = "ndr"
 
 
 def search_claims_of(params) -> Optional[list[ClaimSpec]]:
     """A search experiment's claims over the grid of its params (:class:`nfvlab.params.ExperimentParams`;
     the experiment is the first letter of ``params.experiment``, as the stages name it): what the
-    adaptive runner reads. None: an experiment whose claims are not defined here (A, D, F), which
+    adaptive runner reads. None: an experiment whose claims are not defined here (D, F), which
     therefore cannot run adaptive repetitions."""
     letter, sizes, r = params.experiment[:1], list(params.traffic.frame_sizes), params.resources
+    if letter == "a":
+        return list(model_claims(sizes))
     if letter == "b":
         return list(pinning_numa_claims(params.models, sizes, r.numa, r.pinning))
     if letter == "c":

@@ -18,6 +18,7 @@ exit code 2) before any lab resource is created.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import Optional
@@ -203,6 +204,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"nfvlab: failed: {err}", file=sys.stderr)
         return EXIT_FAILED
     except (KeyboardInterrupt, Terminated):
+        # Torn down: a second Ctrl-C / SIGTERM now (a user's, or a supervisor's repeat) must not turn
+        # the exit status into a death by signal.
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.SIG_IGN)
         print("nfvlab: interrupted; the lab was torn down", file=sys.stderr)
         return 130
 

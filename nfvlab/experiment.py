@@ -13,7 +13,7 @@ the reason, never as a number. Input problems are found before any lab exists.
 Experiment E (:class:`~nfvlab.params.CniExperimentParams`: CNI data paths x link MTUs, tool
 runs instead of searches) runs on the same seams (:func:`run_tools`): its scenarios realized
 by the lab backend, the same records, resume and progress lines.
-With an ``adaptive:`` section in its params, experiments B, C (searches) and E (tool runs) then add
+With an ``adaptive:`` section in its params, experiments A, B, C (searches) and E (tool runs) then add
 repetitions to the configurations of their claims still undecided (:func:`adapt`:
 :mod:`nfvlab.adaptive` over :mod:`nfvlab.claimsets`).
 """
@@ -127,6 +127,8 @@ def _dump(params, source: Optional[str]) -> dict:
     dump = params.model_dump()
     if dump.get("adaptive", 0) is None:  # a fixed-n run: its run record as before adaptive runs existed
         del dump["adaptive"]
+    elif dump.get("adaptive") and dump["adaptive"].get("give_up_above", 0) is None:  # as before the choice existed
+        del dump["adaptive"]["give_up_above"]
     if dump.get("lab_instance") == "per-configuration":  # the default: as before the choice existed
         del dump["lab_instance"]
     dump["fingerprint"] = fingerprint(dump)
@@ -151,8 +153,8 @@ def run_experiment(params: Union[ExperimentParams, CniExperimentParams], records
     ``purpose`` (``search`` or ``latency``) on trials (whose frame size is in
     the result; latency trials also carry ``goal`` and ``load_fraction``),
     ``frame_size`` and ``goal`` on search results. A scenario the lab cannot
-    realize gets one ``not-realizable`` note with the reason. With ``params.adaptive`` (experiments B
-    and C: :func:`nfvlab.claimsets.search_claims_of`; any other refuses it before anything exists),
+    realize gets one ``not-realizable`` note with the reason. With ``params.adaptive`` (experiments A,
+    B and C: :func:`nfvlab.claimsets.search_claims_of`; any other refuses it before anything exists),
     after the fixed repetitions: adaptive repetitions (:func:`_adapt_searches`: each added search
     and its trials labelled ``added_look`` / ``added_reason``; the run's last note, of kind
     ``adaptive``, says why it stopped). Experiment E
@@ -231,7 +233,7 @@ def adaptive_problem(params: ExperimentParams) -> Optional[str]:
         return None
     specs = claimsets.search_claims_of(params)
     if specs is None:
-        return (f"adaptive: adaptive repetitions are wired for experiments B and C (searches) and E (tool runs), "
+        return (f"adaptive: adaptive repetitions are wired for experiments A, B and C (searches) and E (tool runs), "
                 f"not {params.experiment}: remove adaptive: from its params")
     names = claimsets.key_labels(specs)
     keys = [search_config({**sc.labels(), "frame_size": fs}, names) for sc, fs in _cells(params, scenarios(params))]
@@ -338,7 +340,7 @@ def _report(bar: Progress, what: str, outcome: str, extra: Optional[dict]) -> No
 
 
 # ---------------------------------------------------------------------------
-# adaptive repetitions (experiments B, C, E): nfvlab.adaptive.run over this run's own searches / tool runs
+# adaptive repetitions (experiments A, B, C, E): nfvlab.adaptive.run over this run's own searches / tool runs
 # ---------------------------------------------------------------------------
 #: A rate of 0 (a tool run that moved nothing) as the driver reads it: far below any rate (the
 #: analysis reads it as a thousandth of the smallest rate of the claim's data).
@@ -425,7 +427,8 @@ def _resolution(params: Union[ExperimentParams, CniExperimentParams]) -> float:
 
 def adapt(params: Union[ExperimentParams, CniExperimentParams], configs: Iterable[str],
           recorded: dict[str, dict[int, float]], measure_one: Callable[[adaptive.Added], float],
-          clock: Callable[[], float] = time.monotonic, design: Optional[claims.Design] = None) -> adaptive.Outcome:
+          clock: Callable[[], float] = time.monotonic, design: Optional[claims.Design] = None,
+          unit_seconds: Optional[float] = None) -> adaptive.Outcome:
     """Adaptive repetitions (``params.adaptive``) of experiment E, B or C: :func:`nfvlab.adaptive.run` over
     its claims (:func:`_claims_of`), the plan ``Plan(first=repetitions, step, max_repetitions)`` and the
     ``seconds`` budget.
@@ -434,7 +437,8 @@ def adapt(params: Union[ExperimentParams, CniExperimentParams], configs: Iterabl
     (:func:`search_values`) of the run so far (its first ``repetitions`` are the first look; an added
     repetition already recorded -- a resumed run -- is taken from it, never measured again: the
     driver is deterministic given the values); ``measure_one(added)``: measure and record one added
-    repetition, return its rate.
+    repetition, return its rate; ``unit_seconds``: the estimated time of one (the fixed repetitions'
+    mean), which sizes the first look against the ``seconds`` budget.
     """
     ad = params.adaptive
     plan = claims.Plan(params.repetitions, ad.step, ad.max_repetitions)
@@ -447,7 +451,8 @@ def adapt(params: Union[ExperimentParams, CniExperimentParams], configs: Iterabl
         return have[added.repetition] if added.repetition in have else measure_one(added)
 
     return adaptive.run(one, specs, initial, plan, {c: _resolution(params) for c in initial},
-                        design or claims.current_design(), seconds=ad.seconds, clock=clock)
+                        design or claims.current_design(), seconds=ad.seconds, clock=clock,
+                        unit_seconds=unit_seconds, give_up_above=ad.give_up_above)
 
 
 def _adapt_tools(params: CniExperimentParams, backend, runnable: list[CniScenario], records, rec: RecordWriter,
@@ -474,13 +479,14 @@ def _adapt_tools(params: CniExperimentParams, backend, runnable: list[CniScenari
             return _tool_run(params, open_["lab"], open_["at"], sc, (added.repetition, proto, direction, size), rec,
                              bar, _added_labels(added))
 
-        out = adapt(params, by_config, tool_values(read_records(records), rec.run_id), measure_one)
+        out = adapt(params, by_config, tool_values(read_records(records), rec.run_id), measure_one,
+                    unit_seconds=bar.unit_seconds())
     _adaptive_end(out, rec, bar)
 
 
 def _adapt_searches(params: ExperimentParams, backend, calibration: Calibration, runnable: list[Scenario], records,
                     rec: RecordWriter, bar: Progress) -> None:
-    """:func:`adapt` on the lab for a search experiment (B, C): each added repetition one search (and its
+    """:func:`adapt` on the lab for a search experiment (A, B, C): each added repetition one search (and its
     latency trials) of one (scenario, frame size) on a fresh lab, as every repetition (:func:`_measure`),
     ``repetition`` = its index, its records labelled ``added_look`` / ``added_reason``; the run's
     records end with an ``adaptive`` note."""
@@ -494,8 +500,8 @@ def _adapt_searches(params: ExperimentParams, backend, calibration: Calibration,
         found = _measure(params, backend, calibration, sc, added.repetition, rec, bar, [fs], _added_labels(added))
         return _ndr(found[fs])
 
-    _adaptive_end(adapt(params, by_config, search_values(read_records(records), rec.run_id, names), measure_one),
-                  rec, bar)
+    _adaptive_end(adapt(params, by_config, search_values(read_records(records), rec.run_id, names), measure_one,
+                        unit_seconds=bar.unit_seconds()), rec, bar)
 
 
 def _ndr(results: Optional[list]) -> float:
@@ -520,9 +526,10 @@ def _adaptive_end(out: adaptive.Outcome, rec: RecordWriter, bar: Progress) -> No
     verdicts = [v["verdict"] for v in out.verdicts]
     undecided = verdicts.count("inconclusive")
     text = (f"adaptive repetitions: stopped: {out.stopped}; {len(out.added)} repetition(s) added in "
-            f"{_duration(out.seconds)}; {undecided} of {len(verdicts)} claims still inconclusive")
+            f"{_duration(out.seconds)}; {undecided} of {len(verdicts)} claims still inconclusive"
+            + (f"; given up (too many repetitions needed): {'; '.join(out.given_up)}" if out.given_up else ""))
     rec.note(text, kind="adaptive", stopped=out.stopped, added=len(out.added), seconds=round(out.seconds, 1),
-             inconclusive=undecided)
+             inconclusive=undecided, **({"given_up": list(out.given_up)} if out.given_up else {}))
     bar.note(text)
 
 
@@ -624,6 +631,10 @@ class Progress:
 
     def trial(self) -> None:
         self.trials += 1
+
+    def unit_seconds(self) -> Optional[float]:
+        """Mean seconds of the units (searches, tool runs) counted so far; None before the first."""
+        return (time.monotonic() - self.t0) / self.done if self.done else None
 
     def update(self, what: str, outcome: str) -> None:
         self.done += 1

@@ -13,7 +13,7 @@ params_file = "params/quick/experiment_d.yaml"
 lab_file = "params/lab.yaml"  # the lab profile
 records = "data/interactive/experiment_d.jsonl"
 measure = True  # False: only show what `records` holds
-overrides = {}  # merged into the params file, e.g. {"repetitions": 1}
+overrides = {}  # merged into the params file, e.g. {"repetitions": 1, "adaptive": None} (fixed n)
 
 # %%
 from nfvlab import experiment, notebook, results

@@ -59,7 +59,7 @@ def experiment(letter: str) -> nbf.NotebookNode:
             'lab_file = "params/lab.yaml"  # the lab profile',
             f'records = "data/interactive/experiment_{letter}.jsonl"',
             "measure = True  # False: only show what `records` holds",
-            'overrides = {}  # merged into the params file, e.g. {"repetitions": 1}']),
+            'overrides = {}  # merged into the params file, e.g. {"repetitions": 1, "adaptive": None} (fixed n)']),
         nbf.v4.new_code_cell(
             "from nfvlab import experiment, notebook, results\n"
             "from nfvlab import params as P\n\n"
@@ -94,7 +94,7 @@ def experiment_e() -> nbf.NotebookNode:
             'lab_file = "params/lab.yaml"  # the lab profile: the lab that realizes the data paths',
             'records = "data/interactive/experiment_e.jsonl"',
             "measure = True  # False: only show what `records` holds",
-            'overrides = {}  # merged into the params file, e.g. {"repetitions": 1}']),
+            'overrides = {}  # merged into the params file, e.g. {"repetitions": 1, "adaptive": None} (fixed n)']),
         nbf.v4.new_code_cell(
             "from nfvlab import experiment, labs, notebook\n"
             "from nfvlab import params as P\n\n"

@@ -174,3 +174,66 @@ def test_adaptive_run_stops_when_decided_and_never_exceeds_its_budget():
                        _initial(rng, {"x": 1e5, "y": 1e5}, 0.3, 3, 0.0), Plan(3, 2, 50), {"x": WIDTH, "y": WIDTH},
                        seconds=5.0, clock=lambda: clock[0])
     assert out.stopped == "seconds" and out.seconds <= 5.0 and 1 <= len(out.added) <= 5
+
+
+def test_an_adaptive_run_adds_only_to_the_levels_of_open_pairs_and_the_analysis_replays_it():
+    """x > y > z where x > y is decided at the first look (43x) and y > z is not (1.15x at CV 10 %): only
+    y and z get more; x keeps its 3 repetitions, and the analysis of the records (looks taken by the
+    level with the most repetitions, x entering each look with its 3) reaches the runner's verdict."""
+    rng = np.random.default_rng(71)
+    plan = Plan(first=3, step=2, max_repetitions=11)
+    means = {"x": 5e6, "y": 1.15e5, "z": 1e5}
+    grew = 0
+    for _ in range(30):
+        off = rng.uniform(0, 1)
+        out = adaptive.run(_measurer(rng, means, 0.10, off), [("order", [["x", "y", "z"]])],
+                           _initial(rng, means, 0.10, 3, off), plan, dict.fromkeys(means, WIDTH))
+        assert {a.config for a in out.added} <= {"y", "z"} and len(out.values["x"]) == 3
+        grew += bool(out.added)
+        rows = pd.DataFrame([{"model": m, "repetition": i, "throughput_pps": v, "goal_relative_width": WIDTH}
+                             for m, vs in out.values.items() for i, v in enumerate(vs)])
+        row = analysis.claim_rows("sim", "", [["x", "y", "z"]], rows, "model", dict.fromkeys(means, "measured"),
+                                  plan=plan)
+        assert row[-1]["verdict"] == out.verdicts[0]["verdict"]
+    assert grew >= 20  # y > z is usually undecided at 3 repetitions
+
+
+def test_a_claim_that_looks_undecidable_is_given_up_and_a_decidable_one_is_not():
+    """Non-binding futility (give_up_above): a pair 2 % apart at CV 30 % would need far more than 12
+    repetitions, so it gets none and the run says why; a 1.3x pair at CV 10 % in the same run still
+    gets its looks. Without give_up_above the hopeless pair is repeated to the cap."""
+    rng = np.random.default_rng(81)
+    plan = Plan(first=3, step=2, max_repetitions=9)
+    means = {"a": 1.02e5, "b": 1e5, "x": 1.3e5, "y": 1e5}
+    cvs = {"a": 0.30, "b": 0.30, "x": 0.10, "y": 0.10}
+    claims_ = [("order", [["a", "b"]]), ("order", [["x", "y"]])]
+    # first looks drawn so that x > y is undecided at 3 and a > b far from decidable
+    initial = {"a": [0.8e5, 1.3e5, 1.0e5], "b": [1.25e5, 0.8e5, 1.0e5], "x": [1.15e5, 1.4e5, 1.3e5],
+               "y": [1.0e5, 1.15e5, 0.95e5]}
+
+    def measure(added):
+        return float(quantized(rng, means[added.config], cvs[added.config], 1, 0.3)[0])
+
+    out = adaptive.run(measure, claims_, initial, plan, dict.fromkeys(means, WIDTH), give_up_above=12)
+    assert {a.config for a in out.added} == {"x", "y"}
+    assert len(out.values["a"]) == len(out.values["b"]) == 3
+    assert len(out.given_up) == 1 and out.given_up[0].startswith("a > b: ")
+    if out.verdicts[1]["verdict"] == "inconclusive":
+        assert out.stopped in ("given up", "max repetitions")
+    free = adaptive.run(measure, claims_, initial, plan, dict.fromkeys(means, WIDTH))
+    assert len(free.values["a"]) == plan.max_repetitions and not free.given_up
+
+
+def test_a_time_budget_is_spent_in_whole_looks():
+    """1 simulated second per repetition, an undecidable pair (equal means, CV 30 %): with an estimate of
+    1 s a repetition and 7 s, the look at 5 (4 repetitions) fits and the one at 7 (4 more) does not, so
+    it is not started: every configuration ends at a planned look. With an estimate of 2 s not even the
+    first look fits: nothing is added."""
+    means = {"x": 1e5, "y": 1e5}
+    for unit_s, added, n in ((1.0, 4, 5), (2.0, 0, 3)):
+        rng, clock = np.random.default_rng(91), [0.0]
+        out = adaptive.run(_measurer(rng, means, 0.3, 0.0, clock, 1.0), [("order", [["x", "y"]])],
+                           _initial(rng, means, 0.3, 3, 0.0), Plan(3, 2, 50), dict.fromkeys(means, WIDTH),
+                           seconds=7.0, clock=lambda: clock[0], unit_seconds=unit_s)
+        assert out.stopped == "seconds" and len(out.added) == added, (unit_s, out.added)
+        assert [len(v) for v in out.values.values()] == [n, n] and out.seconds <= 7.0

@@ -127,7 +127,33 @@ def test_c_claims_are_the_claims_table_rows_in_order(tmp_path):
     assert got == [(s.claim, s.condition) for s in specs]
 
 
-def test_the_search_claims_of_a_grid_b_and_c_only():
+def test_a_claims_are_the_claims_table_rows_in_order(tmp_path):
+    """Experiment A's claim A.2 as data: two chains (smartnic-direct, afxdp-cni above ovs-dpdk-vhost above
+    ovs-afxdp), per frame size; tables_a's claims table lists exactly these, in this order, and judges
+    each chain as the spec says (a synthetic run where the chain holds at 64 B and is reversed at 1518 B)."""
+    from nfvlab.experiments.a import tables_a
+    from nfvlab.records import RecordWriter
+
+    specs = list(claimsets.model_claims([64, 1518]))
+    assert [(s.condition, s.chains, s.where) for s in specs] == [
+        ("64 B", (("smartnic-direct", "ovs-dpdk-vhost", "ovs-afxdp"),), {"frame_size": 64}),
+        ("1518 B", (("smartnic-direct", "ovs-dpdk-vhost", "ovs-afxdp"),), {"frame_size": 1518}),
+        ("64 B", (("afxdp-cni", "ovs-dpdk-vhost", "ovs-afxdp"),), {"frame_size": 64}),
+        ("1518 B", (("afxdp-cni", "ovs-dpdk-vhost", "ovs-afxdp"),), {"frame_size": 1518})]
+    rates = {"smartnic-direct": 400e3, "afxdp-cni": 300e3, "ovs-dpdk-vhost": 100e3, "ovs-afxdp": 50e3}
+    with RecordWriter(tmp_path / "a.jsonl", "a-test", {}) as rec:
+        for rep in range(3):
+            for m, pps in rates.items():
+                for fs in (64, 1518):
+                    pps_fs = pps if fs == 64 or m != "ovs-afxdp" else 200e3  # reversed at 1518 B
+                    rec.search({"goal": "ndr", "method": "synthetic", "throughput_pps": pps_fs * (1 + rep / 100)},
+                               model=m, pinning="plan", numa="s1", frame_size=fs, repetition=rep)
+    claims = tables_a(tmp_path / "a.jsonl")["claims"]
+    assert list(zip(claims["claim"], claims["condition"])) == [(s.claim, s.condition) for s in specs]
+    assert list(claims["verdict"]) == ["holds", "contradicted"] * 2
+
+
+def test_the_search_claims_of_a_grid_a_b_and_c_only():
     b = P.load_experiment(REPO / "params/quick/experiment_b.yaml", REPO / "params/lab.yaml")
     c = P.load_experiment(REPO / "params/quick/experiment_c.yaml", REPO / "params/lab.yaml")
     assert [s.condition for s in claimsets.search_claims_of(b)][:2] == ["ovs-dpdk-vhost, numa=s1, 1518 B",
@@ -135,6 +161,9 @@ def test_the_search_claims_of_a_grid_b_and_c_only():
     assert claimsets.key_labels(claimsets.search_claims_of(b)) == ("pinning", "model", "numa", "frame_size")
     assert [s.condition for s in claimsets.search_claims_of(c)] == [
         "numa=s1, 64 B", "numa=s1, 1518 B", "chain-userspace, 1518 B", "chain-combined, 1518 B"]
-    for letter in "adf":
+    a = P.load_experiment(REPO / "params/quick/experiment_a.yaml", REPO / "params/lab.yaml")
+    assert [s.condition for s in claimsets.search_claims_of(a)] == ["64 B", "1518 B"] * 2
+    assert claimsets.key_labels(claimsets.search_claims_of(a)) == ("model", "frame_size")
+    for letter in "df":
         p = P.load_experiment(REPO / f"params/quick/experiment_{letter}.yaml", REPO / "params/lab.yaml")
         assert claimsets.search_claims_of(p) is None

@@ -293,7 +293,8 @@ def _b(**adaptive) -> P.ExperimentParams:
     """Experiment B's quick params (pinning none / shared / exclusive x NUMA s1..s4, 1518 B, 3 repetitions),
     fixed-n or with the ``adaptive`` section given (its file's replaced)."""
     over = {"latency_load_fractions": [],
-            "adaptive": {"max_repetitions": 6, "step": 1, "seconds": None, **adaptive} if adaptive else None}
+            "adaptive": {"max_repetitions": 6, "step": 1, "seconds": None, "give_up_above": None, **adaptive}
+            if adaptive else None}
     return P.load_experiment(REPO / "params/quick/experiment_b.yaml", REPO / "params/lab.yaml", over)
 
 
@@ -393,8 +394,8 @@ def test_search_values_are_this_runs_ndr_a_failed_search_counts_and_keys_are_the
     assert v[0] == 50_000.0 and v[1] != v[1] and v[3] == X.ZERO_RATE and 2 not in v
 
 
-@pytest.mark.parametrize("letter", ["b", "c"])
-def test_every_claim_level_of_b_and_c_is_a_configuration_the_runner_searches(letter):
+@pytest.mark.parametrize("letter", ["a", "b", "c"])
+def test_every_claim_level_of_a_b_and_c_is_a_configuration_the_runner_searches(letter):
     p = P.load_experiment(REPO / f"params/quick/experiment_{letter}.yaml", REPO / "params/lab.yaml")
     specs = claimsets.search_claims_of(p)
     names = claimsets.key_labels(specs)
@@ -407,13 +408,13 @@ def test_every_claim_level_of_b_and_c_is_a_configuration_the_runner_searches(let
 
 def test_experiments_without_claims_refuse_adaptive_in_one_line_before_anything_exists(tmp_path, monkeypatch):
     monkeypatch.setattr("nfvlab.labs.backend_for", lambda *a, **k: pytest.fail("a lab backend was asked for"))
-    p = P.load_experiment(REPO / "params/quick/experiment_a.yaml", REPO / "params/lab.yaml",
+    p = P.load_experiment(REPO / "params/quick/experiment_d.yaml", REPO / "params/lab.yaml",
                           {"adaptive": {"max_repetitions": 6}})
-    with pytest.raises(InputError, match=r"^adaptive: adaptive repetitions are wired for experiments B and C "
-                                         r"\(searches\) and E \(tool runs\), not a-[^\n]*: remove adaptive: "
+    with pytest.raises(InputError, match=r"^adaptive: adaptive repetitions are wired for experiments A, B and C "
+                                         r"\(searches\) and E \(tool runs\), not d-[^\n]*: remove adaptive: "
                                          r"from its params$"):
-        run_experiment(p, tmp_path / "a.jsonl", progress=False)
-    assert not (tmp_path / "a.jsonl").exists()
+        run_experiment(p, tmp_path / "d.jsonl", progress=False)
+    assert not (tmp_path / "d.jsonl").exists()
 
 
 def test_a_grid_axis_no_claim_names_refuses_adaptive_before_anything_exists(tmp_path, monkeypatch):
@@ -513,6 +514,21 @@ def test_an_adaptive_b_run_records_labelled_searches_and_ends_with_its_note(tmp_
     assert "b-pinning-numa: adaptive repetitions: up to 5 per configuration, 1 per look (Pocock-type" in out
     assert "b-pinning-numa: added ovs-dpdk-vhost (pinning=none, noisy_load_pct=100) 1518 B rep 3 (look 1: " in out
     assert "b-pinning-numa: adaptive repetitions: stopped: max repetitions; 4 repetition(s) added in " in out
+
+
+def test_an_adaptive_b_run_gives_up_a_claim_that_looks_undecidable_and_says_so(tmp_path, monkeypatch):
+    """shared ~ none at s1 alternate within 6 % at 3 repetitions: far more than 6 repetitions would be
+    needed, so with give_up_above 6 no search is added and the run's note says which pair and why."""
+    backend, searched = _fake_lab(monkeypatch)
+    records = tmp_path / "b.jsonl"
+    run_experiment(_b(step=1, max_repetitions=5, give_up_above=6), records, backend=backend, resume=False,
+                   progress=False)
+    recs = read_records(records)
+    note = recs[-2]["labels"]
+    assert len(searched) == 6 and note["kind"] == "adaptive" and note["stopped"] == "given up"
+    assert note["added"] == 0 and len(note["given_up"]) == 1
+    assert note["given_up"][0].startswith(f"{_bkey('shared')} > {_bkey('none')}: ")
+    assert recs[0]["params"]["adaptive"]["give_up_above"] == 6
 
 
 def test_a_fixed_n_b_run_records_no_adaptive_key_note_or_label(tmp_path, monkeypatch):

@@ -611,15 +611,21 @@ def node_allocatable(k8s, resource: str, node: str = "") -> str:
     return (n.status.allocatable or {}).get(resource, "0")
 
 
-def _namespaces(k8s) -> list[str]:
+def _namespaces(k8s, terminating: bool = False) -> list[str]:
+    """The nfvlab runs' namespaces; ``terminating``: those being deleted too (a lab's teardown deletes
+    its pods, waits for them, and leaves the namespace's API objects to the API server)."""
     from kubernetes import client
 
     return [n.metadata.name for n in client.CoreV1Api(k8s.api_client()).list_namespace().items
-            if n.metadata.name.startswith("nfvlab-")]
+            if n.metadata.name.startswith("nfvlab-") and (terminating or not n.metadata.deletion_timestamp)]
 
 
 def _nothing_left(k8s):
     assert _namespaces(k8s) == []
+    deadline = time.monotonic() + 60  # a torn-down lab's namespace: gone in ~5 s here
+    while _namespaces(k8s, terminating=True) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _namespaces(k8s, terminating=True) == []
     # host-routing's policy rules and sysctls (the cluster's snapshot is the value before any run)
     rules = subprocess.run(["ip", "-4", "rule", "show"], capture_output=True, text=True, check=True).stdout
     assert not any(f"lookup {t}" in rules for t in node_routing.TABLE.values()), rules

@@ -133,7 +133,8 @@ def test_report_notebook_started_in_notebooks_finds_the_tables(tmp_path):
 def test_experiment_a_notebook_runs_a_tiny_grid_on_the_embedded_lab(tmp_path, clean_host):
     out_nb = tmp_path / "a.out.ipynb"
     records = tmp_path / "a.jsonl"
-    tiny = {"models": ["host-routing", "sriov"], "repetitions": 1, "traffic": {"frame_sizes": [256]},
+    tiny = {"models": ["host-routing", "sriov"], "repetitions": 1, "adaptive": None,  # one repetition: fixed n
+            "traffic": {"frame_sizes": [256]},
             "trial": {"duration_s": 0.3}, "latency_load_fractions": [0.0],
             "search": {"method": "rfc2544", "relative_width": 0.2, "min_rate_pps": 2000,
                        "max_rate_pps": 10000, "final_trial_duration_s": 0.3, "initial_trial_duration_s": 0.3,

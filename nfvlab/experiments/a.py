@@ -7,9 +7,9 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from nfvlab import linerate, reference
+from nfvlab import claimsets, linerate, reference
 from nfvlab.analysis import (CLAIM_COLUMNS, claim_rows, claim_counts, config_table, inputs, levels,
-                             metric_values, select, status_of, throughput_figure)
+                             metric_values, plan_of, select, status_of, throughput_figure)
 from nfvlab.experiments.base import Experiment, PathLike
 from nfvlab.scenario import catalogue
 
@@ -19,12 +19,7 @@ GOAL = "ndr"
 
 
 #: The draft's Figure 10 models and the local model standing in for each.
-DRAFT_A_ANALOGUES = {
-    "smartnic-sriov": "smartnic-direct",
-    "ebpf-afxdp-cni": "afxdp-cni",
-    "userspace-vpp": "ovs-dpdk-vhost",
-    "ebpf-ovs-afxdp": "ovs-afxdp",
-}
+DRAFT_A_ANALOGUES = claimsets.DRAFT_A_ANALOGUES
 
 
 def tables_a(records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
@@ -36,7 +31,8 @@ def tables_a(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
         ``throughput``: :func:`config_table` over model x frame size (ndr), with
         ``section`` (draft) after ``model`` and ``gbps_l2`` (mean at L2, per direction)
         at the end; ``claims``: A.2 per frame size on the local analogues
-        (:data:`DRAFT_A_ANALOGUES`), :data:`CLAIM_COLUMNS`; ``published``: the
+        (:func:`nfvlab.claimsets.model_claims`; an adaptive run's judged with its plan,
+        :func:`~nfvlab.analysis.plan_of`), :data:`CLAIM_COLUMNS`; ``published``: the
         draft's Figure 10 values (40 GbE testbed, not this host) with ``local_analogue``.
     """
     s, notes, models = inputs(records, GOAL, models)
@@ -45,14 +41,10 @@ def tables_a(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
     table.insert(1, "section", [catalogue.get(m).section for m in table["model"]])
     table["gbps_l2"] = [linerate.pps_to_gbps(v, fs, 2) if pd.notna(v) else np.nan
                         for v, fs in zip(table["mean_pps"], table["frame_size"])]
-    a = DRAFT_A_ANALOGUES
-    rows = []
-    for best in (a["smartnic-sriov"], a["ebpf-afxdp-cni"]):
-        order = [best, a["userspace-vpp"], a["ebpf-ovs-afxdp"]]
-        claim = f"A.2: {order[0]} > {order[1]} > {order[2]} (draft: SR-IOV/AFXDP-CNI > VPP > OVS-AFXDP)"
-        for fs in sizes:
-            rows += claim_rows(claim, f"{fs} B", [order], select(s, frame_size=fs), "model",
-                               status_of(table, "model", frame_size=fs))
+    rows, plan = [], plan_of(records)
+    for spec in claimsets.model_claims(sizes):
+        rows += claim_rows(spec.claim, spec.condition, spec.chains, select(s, **spec.where), spec.by,
+                           status_of(table, spec.by, **spec.where), plan=plan)
     pub = reference.models_throughput()
     pub["local_analogue"] = pub["model"].map(DRAFT_A_ANALOGUES)
     return {"throughput": table, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS), "published": pub}

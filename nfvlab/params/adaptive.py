@@ -20,7 +20,11 @@ class AdaptiveParams(_Strict):
     step: int = Field(default=1, strict=True, ge=1, le=1000)
     """Repetitions added between two looks."""
     seconds: Optional[Annotated[float, Field(gt=0, le=86400)]] = None
-    """Time budget of the added repetitions (null: only ``max_repetitions`` bounds them)."""
+    """Time budget of the added repetitions, in whole looks (null: only ``max_repetitions`` bounds
+    them): a look starts only if its estimated time fits what is left."""
+    give_up_above: Optional[int] = Field(default=None, strict=True, ge=2, le=100000)
+    """Repetitions per configuration: a claim none of whose undecided pairs looks decidable within
+    this many (estimated from the data so far) gets no more (non-binding futility; null: never)."""
 
     @field_validator("seconds", mode="before")
     @classmethod

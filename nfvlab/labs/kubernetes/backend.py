@@ -317,7 +317,7 @@ class KubernetesLab(Checks):
     def _teardown(self, st: RunState, placed: dict) -> float:
         t0 = time.monotonic()
         delete_s: dict[str, float] = {}
-        errors = delete_run(st, pod_delete_s=delete_s)
+        errors = delete_run(st, pod_delete_s=delete_s, wait_namespace=False)
         for name, s in delete_s.items():
             if name in placed:
                 placed[name]["delete_s"] = s
