@@ -18,8 +18,6 @@ from nfvlab.scenario import catalogue
 GOAL = "ndr"
 
 
-#: The draft's Figure 10 models and the local model standing in for each.
-DRAFT_A_ANALOGUES = claimsets.DRAFT_A_ANALOGUES
 
 
 def tables_a(records: PathLike, models: Optional[list[str]] = None) -> dict[str, pd.DataFrame]:
@@ -46,7 +44,7 @@ def tables_a(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
         rows += claim_rows(spec.claim, spec.condition, spec.chains, select(s, **spec.where), spec.by,
                            status_of(table, spec.by, **spec.where), plan=plan)
     pub = reference.models_throughput()
-    pub["local_analogue"] = pub["model"].map(DRAFT_A_ANALOGUES)
+    pub["local_analogue"] = pub["model"].map(claimsets.DRAFT_A_ANALOGUES)
     return {"throughput": table, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS), "published": pub}
 
 
