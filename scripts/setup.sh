@@ -17,9 +17,17 @@ for p in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing Debian packages: ${missing[*]}"
+  mkdir -p build
+  apt_log=build/setup-apt.log
+  echo "setup: installing ${#missing[@]} Debian packages (scripts/debian-packages.txt; log: $apt_log): ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q
+  # apt's chatter (thousands of lines on a new machine) goes to the log; shown only if it fails
+  apt_failed() {
+    cat "$apt_log" >&2
+    echo "setup: installing the Debian packages failed (above; also in $apt_log)" >&2
+    exit 1
+  }
+  apt-get update -q > "$apt_log" 2>&1 || apt_failed
   # policy-rc.d 101: do not start the distribution's OVS service; the lab runs private instances.
   # An existing policy-rc.d is the host's own: leave it untouched.
   own_policy=0
@@ -28,8 +36,10 @@ if [ ${#missing[@]} -gt 0 ]; then
     chmod +x /usr/sbin/policy-rc.d
     own_policy=1
   fi
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
+  apt_rc=0
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >> "$apt_log" 2>&1 || apt_rc=$?
   if [ $own_policy = 1 ]; then rm -f /usr/sbin/policy-rc.d; fi
+  [ $apt_rc = 0 ] || apt_failed
 fi
 
 # 2. Python virtual environment with pinned dependencies (requirements.lock).
