@@ -25,7 +25,7 @@ from test_gen_binary import (
 from nfvlab.scenario.topology import Port as LabPort
 from nfvlab.scenario.topology import Stream
 from nfvlab.traffic.embedded import tx_object
-from nfvlab.traffic.embedded.generator import XdpPorts, _gro, identity, veth_peer, xdp_peers
+from nfvlab.traffic.embedded.generator import XdpPorts, _gro, veth_peer, xdp_peers
 from nfvlab.traffic.base import GeneratorError
 
 pytestmark = pytest.mark.lab
@@ -60,20 +60,6 @@ def test_exact_counts_bytes_and_latency_one_direction(gen, count, xdp, pair):
     assert rx_delta(b, before) == (25000 + 200, (25000 + 200) * 60)
     # Paced, not sent as fast as the loop runs: the last frame left near the end of the trial.
     assert 0.49 <= s["tx_elapsed_s"] <= 0.5 + 0.005 + 0.001
-
-
-@pytest.mark.parametrize("sched, used", [(None, "other"), ("fifo", "fifo"), ("other", "other")])
-def test_the_loop_stays_sched_other_unless_fifo_is_asked_for(gen, count, xdp, pair, sched, used):
-    """The XDP loop never sleeps: under FIFO the DUT's softirq work deferred to ksoftirqd on its
-    CPU waits for the fair server (docs/measurement.md), so --sched auto keeps it SCHED_OTHER, and
-    the generator's identity (the calibration key) says so."""
-    a, b = pair
-    napi(b)
-    out, _ = run_gen(gen, "--duration-s", "0.1", "--frame-size", "64", "--latency-pps", "0", *count, *xdp,
-                     *(["--sched", sched] if sched else []), "--stream", stream(a, b, 10000))
-    assert out["sched"] == used
-    assert out["streams"][0]["intended"] == 1000  # the trial ran (sent may fall short on a busy host)
-    assert identity(tx="xdp")["sched"] == "other" and identity(tx="socket")["sched"] == "fifo"  # root
 
 
 def test_frame_format_imix_flows(gen, count, xdp, pair):

@@ -99,11 +99,9 @@ class ProcessTracker(Protocol):
     def untrack_process(self, rec) -> None: ...
 
 
-def tx_sched(tx: str = "socket") -> str:
-    """The TX thread's scheduling policy nfvlab-gen gets here under ``--sched auto``: ``fifo``
-    for the socket path as root, else ``other`` (the XDP loop never sleeps: it stays
-    SCHED_OTHER so that the DUT's deferred softirq work on its CPU is not starved)."""
-    return "fifo" if tx == "socket" and os.geteuid() == 0 else "other"
+def tx_sched() -> str:
+    """The TX thread's scheduling policy nfvlab-gen gets here: ``fifo`` (root) or ``other``."""
+    return "fifo" if os.geteuid() == 0 else "other"
 
 
 TX_PORTS = {"socket": "af_packet on veth", "xdp": "xdp live frames on veth"}
@@ -112,7 +110,7 @@ TX_PORTS = {"socket": "af_packet on veth", "xdp": "xdp live frames on veth"}
 def identity(cpu: Optional[int] = 0, tx: str = "socket") -> dict:
     """Binary (by source hash), port kind, TX CPU, TX scheduling and host: what the ceiling depends on."""
     return {"name": EmbeddedGenerator.name, "version": gen_binary().name.rsplit("-", 1)[-1],
-            "ports": TX_PORTS[tx], "cpu": "any" if cpu is None else str(cpu), "sched": tx_sched(tx),
+            "ports": TX_PORTS[tx], "cpu": "any" if cpu is None else str(cpu), "sched": tx_sched(),
             "host": host_identity()}
 
 

@@ -138,14 +138,7 @@ static void *xdp_tx_main(void *p)
         CPU_SET(x->cpu, &set);
         pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     }
-    /* Under --sched auto the loop stays SCHED_OTHER. It never sleeps: under FIFO the DUT's
-     * receive work that the kernel defers to ksoftirqd (a CFS task) on this CPU waits for the
-     * fair server's 50 ms a second, and the DUT drops frames it could forward (measured:
-     * docs/measurement.md). --sched fifo still asks for FIFO. */
-    if (!strcmp(c->sched, "fifo"))
-        set_tx_sched(x->c_mut);
-    else
-        x->c_mut->sched_used = "other";
+    set_tx_sched(x->c_mut);
     enter_ns(c->streams[0].tx.ns);  /* the loop's frames start in the namespace the thread runs in */
     while (!x->state->stop) {
         LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (uint32_t)x->frame_len,
@@ -175,7 +168,7 @@ void run_xdp_tx(struct config *c)
 {
     struct xdp_tx *x = &g_xdp;
     long long intended[MAX_STREAMS];
-    /* The loop owns its CPU (pinned there): it never sleeps, so the
+    /* The loop owns its CPU (pinned there, SCHED_FIFO by --sched): it never sleeps, so the
      * probes and the rest of this process keep off that CPU where the host has another. */
     int err = pthread_create(&x->thread, NULL, xdp_tx_main, x);
     if (err)
