@@ -61,6 +61,31 @@ def test_a_stall_that_outlasts_the_trial_is_counted_inside_its_window(gen, count
     assert sched.fault is not None and "beyond the 5.0 ms its schedule absorbs" in sched.fault
 
 
+def test_the_xdp_loops_softirq_gaps_are_short_and_an_injected_stall_is_never_one(gen, count, xdp, pair):
+    """Between two batches the kernel runs the softirqs that became pending (on veth the receive
+    work of what the loop sent): gaps there of 1-5 ms are that work (softirq_gap_s), not stalls.
+    The injected stall happens outside the kernel loop (it restarts after it): always a stall.
+    (End to end, on a tbf path at twice its capacity: tests/test_calibrate.py.)"""
+    a, b = pair
+    run("ip", "netns", "exec", b.ns, "ethtool", "-K", b.ifname, "gro", "on")  # veth NAPI for XDP frames
+    out, _ = run_gen(gen, "--duration-s", "0.5", "--latency-pps", "100", *count, *xdp,
+                     "--inject-stall-ms", "30", "--inject-stall-at-s", "0.2", "--stream", stream(a, b, 20000))
+    gaps, gap_s = out["softirq_gaps"], out["softirq_gap_s"]
+    assert 0.001 * gaps <= gap_s <= 0.005 * gaps, out  # each one between the stall threshold and 5 ms
+    assert out["stall_max_s"] >= 0.029, out  # the injected 30 ms: a stall, never softirq work
+    sched = schedule(out)
+    assert sched.softirq_gap_s == gap_s and sched.fault is not None
+
+
+def test_the_schedule_rule_reads_the_softirq_gaps_apart_from_the_stalls():
+    report = {"stall_total_s": 0.004, "stall_max_s": 0.002, "stalls": 2, "slip_budget_s": 0.005,
+              "stall_threshold_s": 0.001, "softirq_gap_s": 0.030, "softirq_gaps": 12, "streams": []}
+    sched = schedule(report)
+    assert sched.fault is None and sched.softirq_gap_s == 0.030 and sched.stall_s == 0.004
+    sched = schedule({**report, "stall_total_s": 0.006})
+    assert sched.fault is not None and "generator stalled 6.0 ms in 2 stall(s)" in sched.fault
+
+
 def test_a_stall_within_the_slip_budget_leaves_the_trial_valid(gen, count, pair):
     # 3 s at 10 kpps: a 30 ms budget. 5 ms injected is absorbed by slipping; the frames keep their
     # spacing and all arrive. (The VM's own stalls may add to it: the rule is checked, not luck.)

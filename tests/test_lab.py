@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import NO_RESIDUE, REPO, lab_residue
+from conftest import NO_RESIDUE, REPO, clean_trial, lab_residue
 from nfvlab.labs.embedded import realize, state
 from nfvlab.scenario import catalogue
 from nfvlab.labs import LabError
@@ -34,7 +34,7 @@ def test_up_and_down_leaves_no_residue(clean_host, model):
 def test_low_rate_trial_is_lossless_with_exact_counts(clean_host, model, frame_size):
     with Lab(model) as lab:
         gen = EmbeddedGenerator(lab.streams, flows=4, latency_pps=500, tracker=lab)
-        result = run_trial(gen, 5000, 1.0, frame_size, bidirectional=True)
+        result = clean_trial(gen, 5000, 1.0, frame_size, bidirectional=True)
     assert len(result.directions) == 2
     for d in result.directions:
         assert d.intended_packets == 5000

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import NO_RESIDUE, REPO, lab_residue
+from conftest import NO_RESIDUE, REPO, clean_trial, lab_residue
 from test_lab import PROGRAM  # builds a lab, prints "up", sleeps
 from nfvlab.labs.embedded import bpf, ebpf, host, realize, state
 from nfvlab.labs import LabError
@@ -68,7 +68,7 @@ def clean(clean_host):
 def _trial(lab, frame_size=64, latency_pps=500):
     """5000 pps per direction for 1 s, bidirectional."""
     gen = EmbeddedGenerator(lab.streams, flows=4, latency_pps=latency_pps, tracker=lab)
-    return run_trial(gen, 5000, 1.0, frame_size, bidirectional=True)
+    return clean_trial(gen, 5000, 1.0, frame_size, bidirectional=True)
 
 
 @pytest.mark.parametrize("model", EBPF_MODELS)

@@ -49,6 +49,10 @@ class Schedule:
     frames keep their spacing), seconds."""
     stall_threshold_s: float = 0.0
     """A gap off schedule is a stall from this long on, seconds."""
+    softirq_gap_s: float = 0.0
+    """Gaps of the XDP path's loop between two batches (up to 5 ms each) that were the kernel's
+    softirq work, the DUT's on veth, not stalls, seconds: what they kept from leaving on time
+    is loss (docs/measurement.md, "Two TX paths")."""
     elapsed_s: Optional[float] = None
     """Time the traffic actually took, seconds (None: not measured)."""
     fault: Optional[str] = None

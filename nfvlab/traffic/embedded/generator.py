@@ -91,7 +91,8 @@ def schedule(report: dict) -> Schedule:
                  f"schedule absorbs: the load did not leave on schedule")
     return Schedule(stall_s=stall_s, stall_max_s=float(report.get("stall_max_s", 0.0)),
                     stalls=int(report.get("stalls", 0)), budget_s=budget_s,
-                    stall_threshold_s=float(report.get("stall_threshold_s", 0.0)), elapsed_s=elapsed, fault=fault)
+                    stall_threshold_s=float(report.get("stall_threshold_s", 0.0)),
+                    softirq_gap_s=float(report.get("softirq_gap_s", 0.0)), elapsed_s=elapsed, fault=fault)
 
 
 class ProcessTracker(Protocol):

@@ -121,6 +121,8 @@ struct config {
     /* runtime: the TX loop's stalls (see Stalls in nfvlab_gen_pacing.c) */
     int64_t stall_total_ns, stall_max_ns;
     long long stalls;
+    int64_t softirq_gap_ns;  /* XDP path: gaps between batches taken as softirq work, not stalls ... */
+    long long softirq_gaps;  /* ... and how many (nfvlab_tx.h) */
 };
 
 struct rx_arg {

@@ -84,12 +84,13 @@ void print_json(struct config *c)
     printf("{\"version\":2,\"duration_s\":%.9g,\"interrupted\":%s,\"trial_id\":%u,\"counting\":\"%s\","
            "\"sched\":\"%s\",\"qdisc_bypass\":%s,\"tx\":\"%s\",\"ticks\":%llu,"
            "\"stall_total_s\":%.6f,\"stall_max_s\":%.6f,\"stalls\":%lld,\"slip_budget_s\":%.6f,"
-           "\"stall_threshold_s\":%.6f,\"streams\":[", c->duration,
+           "\"stall_threshold_s\":%.6f,\"softirq_gap_s\":%.6f,\"softirq_gaps\":%lld,\"streams\":[",
+           c->duration,
            g_interrupted ? "true" : "false", c->trial_id, c->hook_used, c->sched_used ? c->sched_used : "other",
            c->qdisc_bypass ? "true" : "false", c->tx,
            xdp_ticks(),
            (double)c->stall_total_ns / 1e9, (double)c->stall_max_ns / 1e9, c->stalls, MAX_SLIP * c->duration,
-           (double)STALL_NS / 1e9);
+           (double)STALL_NS / 1e9, (double)c->softirq_gap_ns / 1e9, c->softirq_gaps);
     for (int i = 0; i < c->nstreams; i++) {
         struct stream *s = &c->streams[i];
         printf("%s{\"tx\":\"%s\",\"rx\":\"%s\",\"rate_pps\":%.12g,\"intended\":%lld,\"sent\":%lld,"

@@ -67,7 +67,7 @@ void setup_xdp_tx(struct config *c)
     /* Ifindexes and the redirect are resolved in the tx ports' namespace (checked: all in one). */
     enter_ns(c->streams[0].tx.ns);
     struct nfvl_tx_cfg v = {.nstreams = (uint32_t)c->nstreams, .period = (uint32_t)c->period,
-                            .nsizes = (uint32_t)c->nsizes};
+                            .nsizes = (uint32_t)c->nsizes, .batch = XDP_BATCH};
     for (int z = 0; z < c->nsizes; z++) {
         v.frame_len[z] = (uint16_t)(c->sizes[z] - FCS_LEN);
         x->frame_len = v.frame_len[z] > x->frame_len ? v.frame_len[z] : x->frame_len;
@@ -141,6 +141,7 @@ static void *xdp_tx_main(void *p)
     set_tx_sched(x->c_mut);
     enter_ns(c->streams[0].tx.ns);  /* the loop's frames start in the namespace the thread runs in */
     while (!x->state->stop) {
+        x->state->call_runs = 0;  /* the program tells batches apart by its runs in this call */
         LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (uint32_t)x->frame_len,
                     .repeat = UINT32_MAX, .flags = BPF_F_TEST_XDP_LIVE_FRAMES, .batch_size = XDP_BATCH);
         if (bpf_prog_test_run_opts(x->prog_fd, &o) && errno != EINTR) {
@@ -217,6 +218,8 @@ void run_xdp_tx(struct config *c)
         s->last_send_ns = (int64_t)st->last_send_ns;
         s->max_backlog = llround((double)st->max_lag_ns * s->rate / 1e9);
     }
+    c->softirq_gap_ns = (int64_t)x->state->softirq_gap_ns;
+    c->softirq_gaps = (long long)x->state->softirq_gaps;
     c->stall_total_ns = (int64_t)x->state->stall_total_ns;
     c->stall_max_ns = (int64_t)x->state->stall_max_ns;
     c->stalls = (long long)x->state->stalls;

@@ -86,15 +86,22 @@ int nfvl_tx(struct xdp_md *ctx)
 	if (!cfg || !st)
 		return XDP_DROP;
 	__u64 now = bpf_ktime_get_ns(), t0 = st->t0_ns, last = st->last_run_ns;
+	__u64 run = st->call_runs++;
+	/* The first run of a batch (not of the call): bottom halves were on since the last run. */
+	int batch_start = run > 0 && cfg->batch && run % cfg->batch == 0;
 	st->last_run_ns = now;
 	/* A stall: the loop did not run for a while inside the trial's window (stream 0's deadline
-	 * plus the slip budget; every stream has the same duration and budget). The part inside the
-	 * window counts, also of a stall that ends after it (whose frames the deadline then drops):
-	 * so it is counted before the stop flag, which may have been set meanwhile. */
+	 * plus the slip budget; every stream has the same duration and budget), unless it was the
+	 * kernel's softirq work between two batches (nfvlab_tx.h). The part inside the window counts,
+	 * also of a stall that ends after it (whose frames the deadline then drops): so it is counted
+	 * before the stop flag, which may have been set meanwhile. */
 	if (t0 && last && now > last + NFVL_TX_STALL_NS) {
 		__u64 end = t0 + cfg->s[0].duration_ns + cfg->s[0].slip_budget_ns;
 		__u64 from = last > t0 ? last : t0, to = now < end ? now : end;
-		if (to > from + NFVL_TX_STALL_NS) {
+		if (to > from + NFVL_TX_STALL_NS && batch_start && now - last <= NFVL_TX_SOFTIRQ_NS) {
+			st->softirq_gap_ns += to - from;
+			st->softirq_gaps++;
+		} else if (to > from + NFVL_TX_STALL_NS) {
 			__u64 gap = to - from;
 			st->stall_total_ns += gap;
 			if (gap > st->stall_max_ns)

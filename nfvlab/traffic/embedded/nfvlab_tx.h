@@ -23,6 +23,9 @@
 #define NFVL_TX_SIG_PREFIX 10 /* magic, trial id, stream, kind: the signature without its sequence */
 #define NFVL_TX_MAX_FRAME 1514 /* without FCS: one frame per page, no fragments */
 #define NFVL_TX_STALL_NS 1000000ULL /* a gap between two runs of the loop this long is a stall */
+/* ... except a gap between two batches up to this long: the kernel's softirq work (see nfvl_tx_state).
+ * It runs them for at most MAX_SOFTIRQ_TIME, 2 ms rounded up to a jiffy (4 ms at HZ 250), then defers. */
+#define NFVL_TX_SOFTIRQ_NS 5000000ULL
 
 struct nfvl_tx_hdr {
 	__u8 h[48];          /* NFVL_TX_HDR_LEN used */
@@ -47,6 +50,7 @@ struct nfvl_tx_cfg {
 	__u32 nstreams;
 	__u32 period;        /* entries of tx_mix: the size index of each position of the mix */
 	__u32 nsizes;
+	__u32 batch;         /* runs of the loop between two bottom-half enables (the test run's batch_size) */
 	__u16 frame_len[NFVL_TX_MAX_SIZES]; /* bytes on the wire without FCS, per size index */
 	struct nfvl_tx_stream_cfg s[NFVL_MAX_STREAMS];
 };
@@ -67,11 +71,19 @@ struct nfvl_tx_state {
 	__u64 ticks;         /* runs that sent nothing (before t0, or no frame due) */
 	__u64 rr;            /* round-robin start among the streams */
 	/* Stalls (nfvlab_gen_pacing.c, Stalls): gaps between runs of the loop longer than NFVL_TX_STALL_NS
-	 * within the trial's window, i.e. time the loop's thread was not running. */
+	 * within the trial's window, i.e. time the loop's thread was not running. Not a stall: a gap
+	 * between two batches of up to NFVL_TX_SOFTIRQ_NS. The kernel runs the loop in batches with
+	 * bottom halves off and, between two, runs the softirqs that became pending: on veth that is
+	 * the DUT's receive and queueing work, which veth puts on the sender's CPU (as the socket path's
+	 * sends run it inside their system call, which is not a stall either). The frames it kept
+	 * from leaving on time are the DUT's doing: loss, never a fault. */
 	__u64 last_run_ns;   /* CLOCK_MONOTONIC of the last run */
 	__u64 stall_total_ns;
 	__u64 stall_max_ns;
 	__u64 stalls;
+	__u64 call_runs;     /* runs in this test-run call (nfvlab-gen zeroes it before each call) */
+	__u64 softirq_gap_ns; /* gaps between batches not counted as stalls (softirq work), in the window */
+	__u64 softirq_gaps;
 	struct nfvl_tx_stream_state s[NFVL_MAX_STREAMS];
 };
 
