@@ -187,15 +187,14 @@ def test_the_peer_of_a_veth_in_the_same_namespace_is_found(pair):
 @pytest.mark.parametrize("model", ["linux-bridge", "macvlan"])
 def test_a_lab_trial_through_a_dut_with_the_xdp_path_is_exact_and_restores_the_ports(clean_host, model):
     """Through the embedded lab's DUT both ways; the DUT's ingress veths get NAPI for the trial only."""
-    from conftest import NO_RESIDUE, lab_residue
+    from conftest import NO_RESIDUE, clean_trial, lab_residue
     from nfvlab.labs.embedded import Lab
     from nfvlab.traffic.embedded import EmbeddedGenerator
-    from nfvlab.trial import run_trial
 
     with Lab(model) as lab:
         gen = EmbeddedGenerator(lab.streams, flows=4, latency_pps=200, tx="xdp", tracker=lab)
         peers = [veth_peer(s.tx) for s in lab.streams]
-        result = run_trial(gen, 20000, 0.5, 64, bidirectional=True)
+        result = clean_trial(gen, 20000, 0.5, 64, bidirectional=True)
         assert [_gro(p) for p in peers] == [False, False]
         assert gen.describe()["tx"] == "xdp" and gen.identity()["ports"] == "xdp live frames on veth"
     for d in result.directions:
@@ -251,17 +250,16 @@ def test_auto_falls_back_on_ports_that_cannot_send_xdp_frames_and_says_why(pair)
 def test_the_lab_default_path_follows_the_core_plan_and_every_trial_records_it(clean_host, model, path):
     """The default lab profile (``tx: auto``): kernel models get the XDP path; a model whose pod
     busy-polls the generator's CPU gets the socket path, and each trial record says which and why."""
-    from conftest import NO_RESIDUE, lab_residue
+    from conftest import NO_RESIDUE, clean_trial, lab_residue
     from nfvlab import measure
     from nfvlab.labs.embedded import EmbeddedLab
     from nfvlab.params import LabParams, TrafficParams
     from nfvlab.scenario import Scenario
-    from nfvlab.trial import run_trial
 
     lab = LabParams()
     assert lab.generator.tx == "auto"
     with measure.bench(EmbeddedLab(), lab.generator, Scenario(model), TrafficParams()) as (session, gen):
-        result = run_trial(gen, 4000, 0.5, 64)
+        result = clean_trial(gen, 4000, 0.5, 64)
         assert gen.last_report["tx"] == path  # what nfvlab-gen itself used
     assert result.extra["tx"]["path"] == path and result.extra["tx"]["requested"] == "auto"
     if path == "socket":

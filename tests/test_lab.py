@@ -13,7 +13,6 @@ from nfvlab.scenario import catalogue
 from nfvlab.labs import LabError
 from nfvlab.labs.embedded import Lab
 from nfvlab.traffic.embedded import EmbeddedGenerator
-from nfvlab.trial import run_trial
 
 pytestmark = pytest.mark.lab
 
@@ -49,7 +48,7 @@ def test_low_rate_trial_is_lossless_with_exact_counts(clean_host, model, frame_s
 def test_unidirectional_trial_uses_one_direction(clean_host):
     with Lab("linux-bridge") as lab:
         gen = EmbeddedGenerator(lab.streams, latency_pps=0, tracker=lab)
-        result = run_trial(gen, 2000, 0.5, 128, bidirectional=False)
+        result = clean_trial(gen, 2000, 0.5, 128, bidirectional=False)
     assert [d.received_packets for d in result.directions] == [1000]
     assert result.directions[0].latency.probes_sent == 0
 

@@ -1,11 +1,10 @@
 """Service density topologies on real namespaces: lossless, through every NF, spread by ECMP."""
 import pytest
 
-from conftest import NO_RESIDUE, interface_counters, lab_residue
+from conftest import NO_RESIDUE, clean_trial, interface_counters, lab_residue
 from nfvlab.labs.embedded import Lab
 from nfvlab.scenario import DensityCell, Scenario
 from nfvlab.traffic.embedded import EmbeddedGenerator
-from nfvlab.trial import run_trial
 
 pytestmark = pytest.mark.lab
 
@@ -19,9 +18,12 @@ def test_every_nf_of_every_instance_forwards_and_nothing_is_lost(clean_host, top
     with _lab(topology, 2, 3) as lab:
         pods = [ns for ns in lab.state.namespaces if "-pod" in ns]
         assert len(pods) == 6
-        before = {p: interface_counters(p, ["eth1", "eth2"]) for p in pods}
+        before = {}
         gen = EmbeddedGenerator(lab.streams, flows=64, latency_pps=100, tracker=lab)
-        result = run_trial(gen, 4000, 1.0, 128, bidirectional=True)
+        # the pods' counters are judged over the last (whole) trial only
+        result = clean_trial(gen, 4000, 1.0, 128, bidirectional=True,
+                             before_each=lambda: before.update({p: interface_counters(p, ["eth1", "eth2"])
+                                                                for p in pods}))
         after = {p: interface_counters(p, ["eth1", "eth2"]) for p in pods}
     assert [d.received_packets for d in result.directions] == [4000, 4000]
     fwd = {p: after[p]["eth1"]["rx_packets"] - before[p]["eth1"]["rx_packets"] for p in pods}

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from conftest import clean_trial
 from nfvlab.labs.external import ExternalPorts
 from nfvlab.traffic.embedded import EmbeddedGenerator, count_object, gen_binary
 from nfvlab.traffic.stats import DirectionStats, LatencyStats
@@ -154,7 +155,7 @@ def test_duplicating_dut_reports_every_duplicate(bridge_dut):
     bridge_dut.tc("filter", "add", "dev", "da", "ingress", "protocol", "ip", "prio", "1", "u32",
                   "match", "u32", "0", "0", "action", "mirred", "egress", "mirror", "dev", "db")
     gen = generator(bridge_dut, latency_pps=200)
-    result = run_trial(gen, 2000, 1.0, 64, bidirectional=True)
+    result = clean_trial(gen, 2000, 1.0, 64, bidirectional=True)
     dup, plain = result.directions
     assert dup.received_packets == dup.sent_packets == dup.intended_packets == 2000
     assert dup.duplicate_packets == dup.sent_packets
@@ -181,7 +182,7 @@ def test_dropping_dut_loss_is_exact(bridge_dut):
                   "match", "u8", "0", "0xff", "at", "37", "match", "u8", "0", "0x07", "at", "45",
                   "action", "mirred", "egress", "redirect", "dev", "dsink")
     gen = generator(bridge_dut, latency_pps=200)
-    result = run_trial(gen, 2000, 1.0, 128, bidirectional=True)
+    result = clean_trial(gen, 2000, 1.0, 128, bidirectional=True)
     lossy, plain = result.directions
     load_sent = lossy.sent_packets - lossy.latency.probes_sent
     assert load_sent == 1800 and lossy.latency.probes_received == lossy.latency.probes_sent == 200
