@@ -9,6 +9,8 @@ the VM keeping quiet.
 """
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 import test_gen_binary as tgb
 from test_gen_binary import run, run_gen, stream
@@ -84,6 +86,43 @@ def test_the_schedule_rule_reads_the_softirq_gaps_apart_from_the_stalls():
     assert sched.fault is None and sched.softirq_gap_s == 0.030 and sched.stall_s == 0.004
     sched = schedule({**report, "stall_total_s": 0.006})
     assert sched.fault is not None and "generator stalled 6.0 ms in 2 stall(s)" in sched.fault
+
+
+def _report(tx, *streams):
+    return {"tx": tx, "stall_total_s": 0.0, "slip_budget_s": 0.005,
+            "streams": [{"intended": i, "sent": s, "received_load": r} for i, s, r in streams]}
+
+
+@pytest.mark.parametrize("tx, streams, short", [
+    ("xdp", [(1000, 900, 900), (1000, 1000, 1000)], True),    # an unsent tail, nothing lost downstream
+    ("xdp", [(1000, 900, 899), (1000, 1000, 1000)], False),   # the data path lost one: the DUT's loss too
+    ("xdp", [(1000, 1000, 990)], False),                      # all sent: loss is the DUT's
+    ("xdp", [(1000, 1000, 1000)], False),
+    ("socket", [(1000, 900, 900)], False),                    # may be the DUT's backpressure
+    ("xdp", [(1000, 900, None)], False),                      # nothing counted: no judgement
+])
+def test_the_xdp_paths_shortfall_is_the_generators_only_when_it_is_all_the_loss(tx, streams, short):
+    sched = schedule(_report(tx, *streams))
+    assert sched.sent_short is short and sched.fault is None
+
+
+def test_a_search_bounded_by_an_xdp_shortfall_is_generator_limited():
+    from nfvlab.calibrate import mark_generator_limited
+    from nfvlab.search import rfc2544_search
+    from nfvlab.traffic.stats import DirectionStats, LatencyStats
+    from nfvlab.trial import TrialResult
+
+    def measure(rate_pps, duration_s):
+        """A DUT that forwards everything it gets from an XDP loop that cannot send above 50 kpps."""
+        intended, sent = round(rate_pps * duration_s), round(min(rate_pps, 50_000) * duration_s)
+        report = _report("xdp", (intended, sent, sent))
+        d = DirectionStats("a", "b", intended, sent, sent, duration_s, LatencyStats(0, 0))
+        return TrialResult(rate_pps, duration_s, 64, (d,), extra={"schedule": asdict(schedule(report))})
+
+    result = rfc2544_search(measure, 1000, 100_000, loss_ratio=0.0, relative_width=0.01, duration_s=1.0)
+    assert 49_000 <= result.throughput_pps <= 50_000
+    assert mark_generator_limited(result, None).generator_limited is True
+    assert mark_generator_limited(result, 1e6).generator_limited is True  # whatever the ceiling
 
 
 def test_a_stall_within_the_slip_budget_leaves_the_trial_valid(gen, count, pair):

@@ -59,7 +59,8 @@ class Schedule:
     """One line: why this trial is not a measurement; None when the load went out on schedule."""
     sent_short: bool = False
     """The generator had not sent every intended frame through its own limit (a TRex server
-    still sending at the stop deadline): the shortfall counts as loss, so a search whose upper bound rests
+    still sending at the stop deadline; nfvlab-gen's XDP loop behind at the deadline while the data
+    path lost nothing it sent): the shortfall counts as loss, so a search whose upper bound rests
     on such a trial is generator-limited. Never set for frames the DUT held back."""
 
 

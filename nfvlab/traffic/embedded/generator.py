@@ -79,9 +79,27 @@ def latency_stats(report: dict) -> LatencyStats:
                                    "hdr_histogram": hist})
 
 
+def xdp_sent_short(report: dict) -> bool:
+    """Whether the XDP path's loop ended its trial with frames unsent while the data path lost none
+    of those it sent: the trial's loss is all the generator's shortfall.
+
+    On the XDP path nothing holds the sender back (no socket buffer, no queue: a full veth ring
+    drops frames it was given, which counts as loss downstream); a tail left unsent at the deadline
+    is time the loop lost, to stalls within the budget or to the kernel's softirq work between its
+    batches, the DUT's own on veth when the two share a CPU. A result whose upper bound rests on
+    such a trial is generator-limited (:func:`nfvlab.calibrate.mark_generator_limited`). The socket
+    path is never judged so: there a shortfall without loss may be the DUT's backpressure."""
+    streams = report.get("streams") or []
+    return (report.get("tx") == "xdp" and bool(streams)
+            and any(int(s["sent"]) < int(s["intended"]) for s in streams)
+            and all(s.get("received_load") is not None and int(s["received_load"]) == int(s["sent"])
+                    for s in streams))
+
+
 def schedule(report: dict) -> Schedule:
     """How nfvlab-gen kept its schedule (its report's stall figures), with the fault when its
-    stalls exceeded what the schedule can absorb (the slip budget)."""
+    stalls exceeded what the schedule can absorb (the slip budget), and ``sent_short`` when the
+    XDP path's shortfall is all the trial lost (:func:`xdp_sent_short`)."""
     stall_s, budget_s = float(report.get("stall_total_s", 0.0)), float(report.get("slip_budget_s", 0.0))
     elapsed = max((float(s.get("tx_elapsed_s", 0.0)) for s in report.get("streams", [])), default=None)
     fault = None
@@ -92,7 +110,8 @@ def schedule(report: dict) -> Schedule:
     return Schedule(stall_s=stall_s, stall_max_s=float(report.get("stall_max_s", 0.0)),
                     stalls=int(report.get("stalls", 0)), budget_s=budget_s,
                     stall_threshold_s=float(report.get("stall_threshold_s", 0.0)),
-                    softirq_gap_s=float(report.get("softirq_gap_s", 0.0)), elapsed_s=elapsed, fault=fault)
+                    softirq_gap_s=float(report.get("softirq_gap_s", 0.0)), elapsed_s=elapsed, fault=fault,
+                    sent_short=xdp_sent_short(report))
 
 
 class ProcessTracker(Protocol):
