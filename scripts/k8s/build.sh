@@ -111,6 +111,9 @@ export GOFLAGS="-mod=mod -buildvcs=false -modcacherw"
 export GOTOOLCHAIN=local
 export GOPROXY=${GOPROXY:-https://proxy.golang.org,direct}
 NICE=(nice -n 19)
+# Packages compiled at once: every CPU (on 2 CPUs, kube-apiserver from an empty build cache took
+# 416 s with -p 2 against 517 s with -p 1); NFVLAB_BUILD_JOBS=1 leaves a CPU to other work.
+JOBS=${NFVLAB_BUILD_JOBS:-$(nproc)}
 
 # build_done NAME: is bin/NAME present (renamed into place only after a successful build)?
 have() { [ -x "$BIN/$1" ]; }
@@ -140,7 +143,7 @@ throwaway_module() {
 # gobuild NAME DIR PACKAGE [extra go build args...]
 gobuild() {
   local name=$1 dir=$2 pkg=$3; shift 3
-  ( cd "$dir" && "${NICE[@]}" "$GO" build -p 1 "$@" -o "$BIN/.$name.tmp" "$pkg" )
+  ( cd "$dir" && "${NICE[@]}" "$GO" build -p "$JOBS" "$@" -o "$BIN/.$name.tmp" "$pkg" )
   mv -f "$BIN/.$name.tmp" "$BIN/$name"
 }
 

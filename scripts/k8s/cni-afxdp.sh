@@ -73,6 +73,6 @@ PYEOF
 (
   cd "$WORK/src"
   CGO_ENABLED=1 CGO_CFLAGS="-I$WORK/shim" CGO_LDFLAGS="-lxdp -lbpf" \
-    nice -n 19 "$GO" build -p 1 -trimpath -o "$OUT/bin/afxdp.tmp" ./cmd/cni
+    nice -n 19 "$GO" build -p "$JOBS" -trimpath -o "$OUT/bin/afxdp.tmp" ./cmd/cni
 ) >>"$LOG" 2>&1 || fail "go build ./cmd/cni"
 cni_finish

@@ -30,6 +30,7 @@ cni_begin() {
   export GOPATH="$CACHE/go" GOMODCACHE="$CACHE/go/pkg/mod" GOCACHE="$CACHE/go/build-cache"
   export GOFLAGS="-mod=mod -buildvcs=false -modcacherw" GOTOOLCHAIN=local
   export GOPROXY=${GOPROXY:-https://proxy.golang.org,direct}
+  JOBS=${NFVLAB_BUILD_JOBS:-$(nproc)}  # packages compiled at once (as scripts/k8s/build.sh)
   T0=$(date +%s)
   WORK="$OUT/work"
   rm -rf "$WORK"; mkdir -p "$WORK"

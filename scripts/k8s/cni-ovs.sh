@@ -115,7 +115,7 @@ patch("pkg/plugin/plugin.go", "\tovsBridgeDriver, err := ovsdb.NewOvsBridgeDrive
 PYEOF
 (
   cd "$WORK/src"
-  CGO_ENABLED=0 nice -n 19 "$GO" build -p 1 -trimpath -tags no_openssl \
+  CGO_ENABLED=0 nice -n 19 "$GO" build -p "$JOBS" -trimpath -tags no_openssl \
     -ldflags "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$VERSION" \
     -o "$OUT/bin/ovs.tmp" ./cmd/plugin
 ) >>"$LOG" 2>&1 || fail "go build ./cmd/plugin"

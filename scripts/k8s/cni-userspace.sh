@@ -88,7 +88,7 @@ PYEOF
   cd "$WORK/src"
   "$GO" mod edit -replace=git.fd.io/govpp.git=go.fd.io/govpp@v0.3.5
   nice -n 19 "$GO" mod tidy
-  nice -n 19 "$GO" build -p 1 -trimpath \
+  nice -n 19 "$GO" build -p "$JOBS" -trimpath \
     -ldflags "-X main.version=$VERSION -X main.commit=807c52367c73 -X main.date=2020-11-16" \
     -o "$OUT/bin/userspace.tmp" ./userspace
 ) >>"$LOG" 2>&1 || fail "go build ./userspace"
