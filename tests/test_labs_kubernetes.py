@@ -706,7 +706,9 @@ def test_a_trial_through_the_drafts_dpdk_pods_on_the_node_vswitch_counts_exactly
         chain = info["chains"][0]
         assert Path(f"{backend.params.vhost_dir}/{info['run_id']}").is_dir()
         gen = EmbeddedGenerator(session.streams, latency_pps=100)
-        result = clean_trial(gen, 4000, 1.0, 128)
+        # the pods' testpmd shares CPU 0 with the generator (core plan): a VM stall of it beyond its
+        # rings drops frames (CI: 118 of 4000 on ovs-dpdk-tap, ~30 ms at 4 kpps); counts are asked of a whole trial
+        result = clean_trial(gen, 4000, 1.0, 128, lossless=True)
     for d in result.directions:
         assert d.intended_packets == d.sent_packets == d.received_packets == 4000, d
         assert d.latency.probes_received == d.latency.probes_sent > 0
