@@ -73,13 +73,14 @@ def test_lab_models_json_lists_every_model_with_section_and_realizability():
 
 def test_trial_json_reports_counts_and_latency_per_direction(clean_host, tmp_path):
     # A trial the generator could not send on schedule (a host stall beyond its slip budget) says
-    # so and is not a measurement: asked again, as a search would, up to a few times.
-    for attempt in range(5):
+    # so and is not a measurement, and one whose tail the deadline dropped (the host held the sender
+    # up) is no exact count: asked again, as conftest.clean_trial does, up to a few times.
+    for attempt in range(10):  # CI once saw 5 invalid in a row (stalls of ~40 ms)
         rec = tmp_path / f"raw{attempt}.jsonl"
         out = nfvlab_cli("trial", "--model", "host-routing", "--frame-size", "256", "--rate-pps", "3000",
                          "--duration-s", "1", "--json", "--records", str(rec), check=True)
         d = json.loads(out.stdout)
-        if d["valid"]:
+        if d["valid"] and all(x["sent_packets"] == x["intended_packets"] for x in d["directions"]):
             break
     assert d["valid"] and d["invalid_reason"] is None, d["invalid_reason"]
     assert len(d["directions"]) == 2
