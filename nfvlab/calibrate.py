@@ -106,10 +106,21 @@ def sent_short_at_upper_bound(result: SearchResult) -> bool:
         t.rate_pps == hi and (t.extra.get("schedule") or {}).get("sent_short") for t in result.trials)
 
 
+def not_offered_at_upper_bound(result: SearchResult) -> bool:
+    """Whether the result's upper bound is a rate the generator could not offer at all
+    (``not_offered_pps``: every repeat of its trial invalid)."""
+    hi, unoffered = result.upper_bound_pps, result.not_offered_pps
+    return hi is not None and unoffered is not None and hi >= unoffered * (1 - 1e-9)
+
+
 def mark_generator_limited(result: SearchResult, ceiling_pps: Optional[float]) -> SearchResult:
     """``result`` with ``generator_limited`` filled against ``ceiling_pps`` (None when unknown);
-    True whatever the ceiling when the upper bound rests on a trial the generator sent short."""
-    limited = True if sent_short_at_upper_bound(result) else generator_limited(result.throughput_pps, ceiling_pps)
+    True whatever the ceiling when the upper bound rests on a trial the generator sent short
+    or on a rate it could not offer."""
+    if sent_short_at_upper_bound(result) or not_offered_at_upper_bound(result):
+        limited = True
+    else:
+        limited = generator_limited(result.throughput_pps, ceiling_pps)
     return replace(result, generator_limited=limited)
 
 

@@ -79,7 +79,9 @@ def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "lates
         ``throughput_pps`` (per direction), ``lower_bound_pps``, ``upper_bound_pps``,
         ``throughput_gbps_l1`` / ``throughput_gbps_l2`` (per direction, at the frame
         size), ``n_trials``, ``trial_seconds``, ``invalid_trials`` (trials the generator ruled
-        invalid and the search repeated; 0 in older records), ``generator_limited`` (True/False/None);
+        invalid and the search repeated; 0 in older records), ``not_offered_pps`` (the lowest rate per
+        direction the generator could not offer, an upper bound it set; None when none or in older
+        records), ``generator_limited`` (True/False/None);
         the RFC 9971 fields of :class:`nfvlab.search.SearchResult`: ``conditional_throughput_pps``
         (per direction), ``regular`` (True/False; None for MRR and older records),
         ``flags`` (``;``-joined, e.g. ``max-load-is-lower-bound``; empty when none),
@@ -107,12 +109,14 @@ def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "lates
                 "throughput_gbps_l2": linerate.pps_to_gbps(tp, fs, 2) if tp is not None else None,
                 "n_trials": res.get("n_trials"), "trial_seconds": res.get("trial_seconds"),
                 "invalid_trials": int(res.get("invalid_trials") or 0),
+                "not_offered_pps": res.get("not_offered_pps"),
                 "generator_limited": res.get("generator_limited"),
                 **{k: res.get(k) for k in SEARCH_RFC9971}, "flags": ";".join(res.get("flags") or ()),
             })
     cols = ["experiment", "run_id", "model", *CONFIG_LABELS, "frame_size", "repetition", "goal", "method", "loss_ratio",
             "throughput_pps", "lower_bound_pps", "upper_bound_pps", "throughput_gbps_l1",
-            "throughput_gbps_l2", "n_trials", "trial_seconds", "invalid_trials", "generator_limited", *SEARCH_RFC9971,
+            "throughput_gbps_l2", "n_trials", "trial_seconds", "invalid_trials", "not_offered_pps", "generator_limited",
+            *SEARCH_RFC9971,
             "flags"]
     return pd.DataFrame(rows, columns=cols)
 

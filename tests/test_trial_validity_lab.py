@@ -1,6 +1,6 @@
 """Trial validity through a real lab (linux-bridge): an injected generator stall makes trials invalid,
-the records keep them with the reason, and a search repeats them or ends saying the generator
-could not offer the load. The stall is nfvlab-gen's test hook, so nothing depends on the VM's luck."""
+the records keep them with the reason, and a search repeats them, takes a load that stays invalid
+as an upper bound the generator set, and ends saying so when even its minimum rate was not offered. The stall is nfvlab-gen's test hook, so nothing depends on the VM's luck."""
 import pytest
 
 from conftest import NO_RESIDUE, lab_residue
@@ -18,8 +18,9 @@ pytestmark = pytest.mark.lab
 
 def test_stalled_trials_are_invalid_in_the_records_and_end_the_search(clean_host, tmp_path):
     path = tmp_path / "raw.jsonl"
-    sp = SearchParams(method="rfc2544", pdr_loss_ratio=None, relative_width=0.05, min_rate_pps=2000,
-                      final_trial_duration_s=0.5, max_invalid_repeats=2)
+    # A wide goal and no repeats: a few loads, each tried once, down to the minimum rate.
+    sp = SearchParams(method="rfc2544", pdr_loss_ratio=None, relative_width=0.3, min_rate_pps=2000,
+                      final_trial_duration_s=0.5, max_invalid_repeats=0)
     with Lab("linux-bridge") as lab, RecordWriter(path, "validity", {}, provenance={}) as rec:
         gen = EmbeddedGenerator(lab.streams, latency_pps=100, tracker=lab)
         gen.inject_stall = (40.0, 0.1)  # every trial: 40 ms at 0.1 s, beyond a 0.5 s trial's 5 ms budget
@@ -27,9 +28,12 @@ def test_stalled_trials_are_invalid_in_the_records_and_end_the_search(clean_host
         assert not t.valid and "beyond the 5.0 ms its schedule absorbs" in t.invalid_reason
         assert t.extra["schedule"]["stall_s"] >= 0.039
         meas = measure.measurer(gen, 64, TrafficParams(), search=sp)
-        with pytest.raises(GeneratorFaultError, match="no valid trial at 20,000 pps: 3 invalid"):
+        with pytest.raises(GeneratorFaultError, match="no valid trial at 2,000 pps: 1 invalid") as err:
             measure.search(meas, 64, sp, max_rate_pps=20_000, progress=False,
                            on_trial=lambda tr: rec.trial(tr, purpose="search", model="linux-bridge"))
+        # 20000, then bisection to 2562 (width 0.3), then the minimum: each an upper bound the generator set
+        stalled = [t.rate_pps for t in err.value.invalid]
+        assert stalled == [20_000, 11_000, 6_500, 4_250, 3_125, 2_562.5, 2_000]
         gen.inject_stall = None  # the same lab, the generator on schedule again: the search completes
         (result,) = measure.search(meas, 64, sp, max_rate_pps=20_000, progress=False,
                                    on_trial=lambda tr: rec.trial(tr, purpose="search", model="linux-bridge"))
@@ -37,9 +41,9 @@ def test_stalled_trials_are_invalid_in_the_records_and_end_the_search(clean_host
                    frame_size=64, repetition=0, goal="ndr")
     assert lab_residue() == NO_RESIDUE
     trials = [r["result"] for r in read_records(path) if r["type"] == "trial"]
-    assert [t["valid"] for t in trials[:3]] == [False] * 3
-    assert all(t["invalid_reason"] for t in trials[:3])
+    assert [t["valid"] for t in trials[:7]] == [False] * 7
+    assert all(t["invalid_reason"] for t in trials[:7])
     # Whatever the VM did during the second search, its record counts exactly its invalid trials.
-    later_invalid = sum(not t["valid"] for t in trials[3:])
+    later_invalid = sum(not t["valid"] for t in trials[7:])
     assert searches_frame(path)["invalid_trials"].tolist() == [later_invalid]
-    assert len(invalid_trials_frame(path)) == 3 + later_invalid
+    assert len(invalid_trials_frame(path)) == 7 + later_invalid

@@ -168,7 +168,9 @@ def _print_search(a, sp, out, trials: list, max_rate: float, calibration, model:
             # RFC 9971: values of an irregular goal result must be marked as such.
             irregular = "" if r.regular is not False else f" IRREGULAR ({', '.join(r.flags)})"
             upper = "none found" if r.upper_bound_pps is None else f"{r.upper_bound_pps:,.0f}"
+            unoffered = ("" if r.not_offered_pps is None else
+                         f"; the generator could not offer {r.not_offered_pps:,.0f} pps")
             print(f"{r.goal.upper()} {r.throughput_pps:,.0f} pps per direction at {a.frame_size} B "
                   f"[{r.lower_bound_pps or 0:,.0f} .. {upper}] "
-                  f"{r.n_trials} trials, {r.trial_seconds:g} trial-s{lim}{irregular}")
+                  f"{r.n_trials} trials, {r.trial_seconds:g} trial-s{lim}{irregular}{unoffered}")
     return 0

@@ -15,6 +15,7 @@ from nfvlab.search.mrr import mrr
 from nfvlab.search.result import (
     FLAGS,
     IRREGULAR_FLAGS,
+    LoadNotOfferedError,
     MinRateFailedError,
     SearchError,
     SearchResult,
@@ -31,6 +32,7 @@ __all__ = [
     "FLAGS",
     "GoalParams",
     "IRREGULAR_FLAGS",
+    "LoadNotOfferedError",
     "MinRateFailedError",
     "SearchError",
     "SearchResult",

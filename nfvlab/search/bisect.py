@@ -12,7 +12,10 @@ MLRsearch is compared with:
    :class:`~nfvlab.search.result.MinRateFailedError` if it fails).
 
 A trial *passes* when ``trial.loss_ratio <= loss_ratio`` (unsent packets count
-as lost, see :class:`~nfvlab.trial.TrialResult`). A loss ratio of 0 gives the
+as lost, see :class:`~nfvlab.trial.TrialResult`). A rate the generator could not
+offer (every repeat of its trial invalid:
+:class:`~nfvlab.search.result.LoadNotOfferedError`) fails like a lossy trial, so
+the search goes on below it; only the minimum rate not offered ends the search. A loss ratio of 0 gives the
 NDR (non-drop rate), a positive one a PDR (partial drop rate).
 
 In RFC 9971 terms this is a search with one goal whose final trial duration
@@ -28,6 +31,7 @@ from typing import Iterable, Optional
 
 from nfvlab.search.goal import conditional_throughput_pps, rfc2544_goal
 from nfvlab.search.result import (
+    LoadNotOfferedError,
     MinRateFailedError,
     OnTrial,
     SearchResult,
@@ -75,12 +79,18 @@ def _bisect(
     def passes(trial: TrialResult) -> bool:
         return trial.loss_ratio <= loss_ratio
 
+    def passes_at(rate_pps: float) -> bool:
+        try:
+            return passes(log.run(rate_pps, duration_s))
+        except LoadNotOfferedError:
+            return False  # an upper bound the generator set: log.not_offered keeps it
+
     def show() -> None:
         log.show(f"{goal} [{fmt_pps(lo if lo_verified else None)}, {fmt_pps(hi)}]")
 
     usable = [t for t in known if t.kind != "warmup"
               and math.isclose(t.duration_s, duration_s, rel_tol=1e-3)]
-    hi: Optional[float] = min((t.rate_pps for t in usable if not passes(t)), default=None)
+    hi: Optional[float] = min((*(t.rate_pps for t in usable if not passes(t)), *log.not_offered), default=None)
     lo: Optional[float] = max(
         (t.rate_pps for t in usable if passes(t) and (hi is None or t.rate_pps < hi)),
         default=None,
@@ -110,7 +120,7 @@ def _bisect(
     if hi is None:
         if lo is not None and lo >= max_rate_pps:
             return done()
-        if passes(log.run(max_rate_pps, duration_s)):
+        if passes_at(max_rate_pps):
             lo, lo_verified = max_rate_pps, True
             show()
             return done()
@@ -126,7 +136,7 @@ def _bisect(
     show()
     while (hi - lo) / hi > relative_width:
         mid = 0.5 * (lo + hi)
-        if passes(log.run(mid, duration_s)):
+        if passes_at(mid):
             lo, lo_verified = mid, True
         else:
             hi = mid
@@ -193,6 +203,9 @@ def rfc2544_search(
     ------
     MinRateFailedError
         If ``min_rate_pps`` itself does not meet the goal.
+    LoadNotOfferedError
+        If the generator could not offer ``min_rate_pps`` (every repeat of its trial invalid);
+        a higher rate it could not offer is an upper bound (``not_offered_pps``), not an error.
     """
     _check(min_rate_pps, max_rate_pps, loss_ratio, relative_width, duration_s)
     with TrialLog(measure, on_trial, progress, desc=goal_name(loss_ratio)) as log:

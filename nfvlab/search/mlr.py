@@ -26,6 +26,16 @@ are handed over: ``forwarding = min(received, intended)`` and
 ``offered = max(min(sent, intended), forwarding)``. Without the clamp a
 generator overshooting by a packet (sent > intended) would be counted as loss
 by MLRsearch but not by the other searches.
+
+Loads the generator could not offer
+-----------------------------------
+When every repeat of a trial is invalid (:class:`~nfvlab.search.result.LoadNotOfferedError`),
+MLRsearch is told that the load failed: a result with nothing offered and nothing
+forwarded (MLRsearch counts unsent frames as bad: loss ratio 1). That load and every
+higher one then fail at once, without another trial, for the rest of the search
+(``TrialLog.not_offered``), so the search goes on below them and the result's
+``not_offered_pps`` says where the generator stopped it. Only MLRsearch sees these
+stand-in results; the records keep the invalid trials as they were.
 """
 from __future__ import annotations
 
@@ -44,6 +54,8 @@ from MLRsearch import (
 from nfvlab.search.goal import GoalParams, measurement_result
 
 from nfvlab.search.result import (
+    GeneratorFaultError,
+    LoadNotOfferedError,
     MinRateFailedError,
     OnTrial,
     SearchError,
@@ -75,13 +87,27 @@ class _Adapter(AbstractMeasurer):
     def measure(self, intended_duration: float, intended_load: float) -> MeasurementResult:
         kind = "warmup" if self.warmup_pending else None
         self.warmup_pending = False
+        lowest = self.log.lowest_not_offered()
+        if lowest is not None and intended_load >= lowest * (1 - 1e-9):
+            return self._not_offered(intended_duration, intended_load)
         try:
             trial = self.log.run(intended_load, intended_duration, kind=kind)
+        except LoadNotOfferedError:
+            return self._not_offered(intended_duration, intended_load)
         except BaseException as exc:
             self.error = exc
             raise
         self._show()
         return measurement_result(trial, float(intended_load), float(intended_duration))
+
+    def _not_offered(self, intended_duration: float, intended_load: float) -> MeasurementResult:
+        """A failing result for a load the generator could not offer: nothing offered, nothing
+        forwarded (a stand-in MLRsearch alone sees; see the module's docstring)."""
+        directions = len(self.log.invalid[-1].directions) if self.log.invalid else 1
+        intended = max(1, round(float(intended_load) * float(intended_duration))) * max(1, directions)
+        self.log.show(f"not offered: {fmt_pps(intended_load)} and above")
+        return MeasurementResult(intended_duration=float(intended_duration), intended_load=float(intended_load),
+                                 intended_count=intended, offered_count=0, forwarding_count=0)
 
     def _show(self) -> None:
         """Naive per-goal bounds for the progress bar (final-duration trials only)."""
@@ -169,6 +195,9 @@ def mlrsearch(
     ------
     MinRateFailedError
         If ``min_rate_pps`` is an upper bound for some goal (no lower bound).
+    GeneratorFaultError
+        If the generator could not offer ``min_rate_pps`` (every repeat of its trial invalid);
+        a higher load it could not offer is an upper bound (``not_offered_pps``), not an error.
     SearchTimeoutError
         If the search runs longer than ``search_duration_max_s``.
     SearchError
@@ -249,6 +278,11 @@ def _translate(exc: Exception, min_rate_pps: float, goals: Mapping[str, float],
                tlog: TrialLog) -> SearchError:
     """Turn an MLRsearch failure into an nfvlab exception with a clear message."""
     text = str(exc)
+    lowest = tlog.lowest_not_offered()
+    if "No lower bound" in text and lowest is not None and lowest <= min_rate_pps * (1 + 1e-9):
+        return GeneratorFaultError(
+            f"MLRsearch: the generator could not offer min_rate_pps={min_rate_pps}: every repeat"
+            " of its trial was invalid, so no lower bound exists", trials=tlog.trials, invalid=tlog.invalid)
     if "No lower bound" in text:
         at_min = [t for t in tlog.trials
                   if t.kind != "warmup" and t.rate_pps <= min_rate_pps * (1 + 1e-9)]

@@ -80,6 +80,21 @@ class GeneratorFaultError(SearchError):
         self.invalid: tuple[TrialResult, ...] = tuple(invalid)
 
 
+class LoadNotOfferedError(GeneratorFaultError):
+    """Every repeat of the trial at one load was invalid: the generator could not offer
+    ``rate_pps`` (packets/s per direction) on schedule.
+
+    A bounded search (bisection, MLRsearch) counts such a load as failing, so it becomes an
+    upper bound the generator set (:attr:`SearchResult.not_offered_pps`) and the search goes on
+    below it; it ends the search only at the minimum rate, and in a search without bounds (MRR).
+    """
+
+    def __init__(self, message: str, rate_pps: float, trials: Iterable[TrialResult] = (),
+                 invalid: Iterable[TrialResult] = ()) -> None:
+        super().__init__(message, trials, invalid)
+        self.rate_pps = float(rate_pps)
+
+
 #: Flags that make a goal result irregular (RFC 9971 "Irregular Goal Result").
 IRREGULAR_FLAGS = ("max-load-is-lower-bound", "width-not-reached")
 #: Every flag a search result may carry; see :attr:`SearchResult.flags`.
@@ -149,6 +164,11 @@ class SearchResult:
     invalid_trials: int = 0
     """Trials the generator ruled invalid and the search repeated (not in ``trials``,
     not in ``n_trials``; the records keep them with ``valid: false``)."""
+    not_offered_pps: Optional[float] = None
+    """Lowest rate per direction, packets/s, the generator could not offer in this search
+    (every repeat of its trial invalid: :class:`LoadNotOfferedError`); the search counted it
+    as failing, so an upper bound there is the generator's (``generator_limited``). None when
+    every load was offered. No trial at this rate is in ``trials``."""
 
     @property
     def regular(self) -> Optional[bool]:
@@ -243,7 +263,7 @@ class TrialLog:
         Label of the progress bar.
     max_invalid_repeats : int, optional
         How often an invalid trial (``TrialResult.valid`` False) is repeated before
-        :class:`GeneratorFaultError`; default: the measurer's ``max_invalid_repeats``
+        :class:`LoadNotOfferedError`; default: the measurer's ``max_invalid_repeats``
         attribute, else :data:`nfvlab.trial.MAX_INVALID_REPEATS`.
     invalid_pause_s : callable, optional
         Seconds to wait before repeat k (1, 2, ...) of an invalid trial, so a burst of host
@@ -272,6 +292,8 @@ class TrialLog:
         self._on_trial = on_trial
         self.invalid: list[TrialResult] = []
         """Invalid trials, in order (recorded through ``on_trial``, never given to the search)."""
+        self.not_offered: list[float] = []
+        """Rates (packets/s per direction) whose every repeat was invalid, in order."""
         self.trials: list[TrialResult] = []
         self.trial_seconds = 0.0
         """Sum of intended durations of the trials run so far, s."""
@@ -287,7 +309,8 @@ class TrialLog:
 
         ``kind`` (e.g. ``"warmup"``) overrides the result's ``kind`` when given.
         A SIGINT/SIGTERM swallowed since the last trial is raised here, before
-        the trial (:func:`nfvlab.system.signals.checkpoint`).
+        the trial (:func:`nfvlab.system.signals.checkpoint`). Raises
+        :class:`LoadNotOfferedError` when the trial and its repeats were all invalid.
         """
         invalid_here = []
         while True:
@@ -304,10 +327,11 @@ class TrialLog:
                 self._on_trial(result)
             self._bar.set_postfix_str(f"invalid trial at {rate_pps:,.0f} pps: repeated", refresh=False)
             if len(invalid_here) > self.max_invalid_repeats:
-                raise GeneratorFaultError(
+                self.not_offered.append(float(rate_pps))
+                raise LoadNotOfferedError(
                     f"no valid trial at {rate_pps:,.0f} pps: {len(invalid_here)} "
                     f"invalid trial(s) in a row, the last: {result.invalid_reason}",
-                    trials=self.trials, invalid=self.invalid)
+                    rate_pps, trials=self.trials, invalid=self.invalid)
             time.sleep(self._invalid_pause_s(len(invalid_here)))
         self.trials.append(result)
         self.trial_seconds += float(result.duration_s)  # intended duration, s
@@ -373,7 +397,12 @@ class TrialLog:
             directions=max((len(t.directions) for t in self.trials), default=None),
             flags=flags,
             invalid_trials=len(self.invalid),
+            not_offered_pps=self.lowest_not_offered(),
         )
+
+    def lowest_not_offered(self) -> Optional[float]:
+        """The lowest rate the generator could not offer so far, packets/s per direction (None: none)."""
+        return min(self.not_offered, default=None)
 
 
 def goal_name(loss_ratio: float) -> str:
