@@ -18,6 +18,7 @@ exit code 2) before any lab resource is created.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import signal
 import sys
 from pathlib import Path
@@ -177,6 +178,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     from nfvlab.traffic import GeneratorError
 
     args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None and hasattr(signal, "SIGUSR1"):
+        # `kill -USR1 PID` prints every thread's stack to stderr: what a command that seems stuck is doing.
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     if args[:2] == ["experiment", "run"]:  # its own command line (what the DVC stages run), help included
         from nfvlab import stage
 

@@ -1,6 +1,8 @@
 """The nfvlab command line, run as a user would (subprocess, real lab)."""
 import json
+import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -69,6 +71,25 @@ def test_lab_models_json_lists_every_model_with_section_and_realizability():
     assert by["sriov"]["realizable"] is False and "SR-IOV" in by["sriov"]["reason"]
     assert by["vpp"]["section"] == "4.1.2" and by["vpp"]["realizable"] is False
     assert {"4.1.1", "4.1.2", "4.1.3", "4.1.4", "4.1.5"} <= {r["section"] for r in rows}
+
+
+def test_sigusr1_prints_the_stacks_of_a_running_command():
+    """A command that seems stuck can be asked where it is (CI once saw a trial start no
+    generator for 30 s): SIGUSR1 prints every thread's stack on stderr and the command goes on."""
+    code = ("import sys, time; from nfvlab import cli\n"
+            "def stuck(a):\n print('busy', flush=True); time.sleep(60)\n"
+            "cli.cmd_lab = stuck; sys.argv = ['nfvlab', 'lab', 'models']; sys.exit(cli.main())")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, cwd=REPO)
+    try:
+        assert p.stdout.readline().strip() == "busy"
+        p.send_signal(signal.SIGUSR1)
+        dump = [p.stderr.readline() for _ in range(3)]
+        assert p.poll() is None  # still running
+    finally:
+        p.kill()
+        p.communicate()
+    assert "most recent call first" in dump[0] and any("in stuck" in line for line in dump), dump
 
 
 def test_trial_json_reports_counts_and_latency_per_direction(clean_host, tmp_path):

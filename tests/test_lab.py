@@ -4,6 +4,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import pytest
 
@@ -113,11 +114,17 @@ def test_kill9_during_a_trial_then_lab_clean_leaves_no_residue(clean_host):
             while time.monotonic() < deadline and not lab_residue()["generator_pids"] and p.poll() is None:
                 time.sleep(0.1)
             started = bool(lab_residue()["generator_pids"])
+            if not started and p.poll() is None:
+                p.send_signal(signal.SIGUSR1)  # the CLI prints its threads' stacks (faulthandler)
+                time.sleep(1)
         finally:
             p.kill()  # SIGKILL (nothing if it has exited)
             _, err = p.communicate()
         if started:
             break
+        # Shown in the test summary even when the second attempt passes: where the first one hung.
+        warnings.warn(f"nfvlab trial started no generator within 30 s (attempt {attempt + 1}); "
+                      f"its stderr, with its stacks: {err.decode(errors='replace')[-6000:]}")
         # killed before its trial (the lab up or half built): clean must leave nothing then too; once more
         out = subprocess.run([str(REPO / ".venv/bin/nfvlab"), "lab", "clean"], capture_output=True, text=True)
         assert out.returncode == 0 and lab_residue() == NO_RESIDUE, (out.stderr, lab_residue())
