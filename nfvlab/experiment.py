@@ -38,6 +38,7 @@ from nfvlab.records import RecordWriter, read_records
 from nfvlab.scenario import DensityCell, Resources, Scenario
 from nfvlab.scenario.cni import CniScenario, Step, step_labels, steps
 from nfvlab.search import SearchError
+from nfvlab.system.host import host_speed_s, speed_variation
 from nfvlab.system.hostlock import HostLock
 from nfvlab.system.paths import output_problem
 from nfvlab.traffic import tcp
@@ -116,6 +117,9 @@ def _recording(name: str, dump: dict, records: Union[str, Path], prov_extra: dic
     # The run holds the host lock from here: a busy lab refuses it before a record is written.
     with HostLock(f"experiment {name}", for_run=True):
         previous = interrupted_run(records, dump["fingerprint"], finished) if resume else None
+        speed_s = host_speed_s()
+        if speed_s:  # under the lock: no lab of ours runs while the CPUs are probed
+            prov_extra = {**prov_extra, "host_speed": speed_variation(speed_s)}
         with RecordWriter(records, name, dump, extra_provenance=prov_extra,
                           run_id=previous.run_id if previous else None, resumed=previous is not None,
                           first_seq=previous.trials if previous else 0) as rec:

@@ -103,6 +103,7 @@ def main(argv: Optional[list[str]] = None, prog: str = "python -m nfvlab.stage")
     from nfvlab.search import SearchError
     from nfvlab.system.build import BuildError
     from nfvlab.system.hostlock import LabBusy
+    from nfvlab.system.host import host_speed_s
     from nfvlab.system.paths import output_problem
     from nfvlab.traffic import GeneratorError
 
@@ -125,6 +126,10 @@ def main(argv: Optional[list[str]] = None, prog: str = "python -m nfvlab.stage")
         problem = output_problem(a.records, "file")
         if problem:
             raise InputError(f"--records {problem}")
+        try:
+            host_speed_s()  # a bad value is an input error now, not after the host lock is taken
+        except ValueError as err:
+            raise InputError(str(err)) from None
         run_id = run(a.experiment, a.params, a.records, lab_file=a.lab_profile, local_cluster=a.local_cluster)
     except (P.ParamsError, InputError, LabError, BuildError, LabBusy) as err:
         print(f"nfvlab: error: {err}", file=sys.stderr)

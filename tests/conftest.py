@@ -80,6 +80,10 @@ def clean_host():
 
 
 #: git may refuse a checkout owned by another user (tests run as root or not): trust it.
+# Experiment runs probe the host's CPU speed for 6 s first (nfvlab.system.host.speed_variation);
+# tests that run experiments skip it unless they ask (tests/test_system_host.py checks the probe).
+os.environ.setdefault("NFVLAB_HOST_SPEED_S", "0")
+
 GIT_ENV = {**os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*"}
 
 

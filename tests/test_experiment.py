@@ -4,6 +4,7 @@ The grid's scenarios are realized by a backend that builds, for every runnable
 model, the embedded lab's tbf-shaped bridge of known capacity (real namespaces,
 real packets), so the NDR each search must find is known in advance.
 """
+import os
 from contextlib import contextmanager
 
 import pytest
@@ -540,6 +541,19 @@ def test_a_fixed_n_b_run_records_no_adaptive_key_note_or_label(tmp_path, monkeyp
     assert not any(r["labels"].get("kind") == "adaptive" for r in recs if r["type"] == "note")
     assert list(recs[1 + 10]["labels"]) == ["goal", "model", "pinning", "numa", "noisy_load_pct", "frame_size",
                                             "repetition"]  # the labels of a search, as before
+
+
+def test_a_run_records_the_hosts_cpu_speed_probed_first(tmp_path, monkeypatch):
+    backend, searched = _fake_lab(monkeypatch)
+    monkeypatch.setenv("NFVLAB_HOST_SPEED_S", "1")  # two 0.5 s windows per CPU
+    records = tmp_path / "b.jsonl"
+    run_experiment(_b(), records, backend=backend, resume=False, progress=False)
+    speed = read_records(records)[0]["provenance"]["host_speed"]
+    assert speed["window_s"] == 0.5 and speed["duration_s"] == 1.0
+    assert {c: f["windows"] for c, f in speed["cpus"].items()} == {str(c): 2 for c in os.sched_getaffinity(0)}
+    monkeypatch.setenv("NFVLAB_HOST_SPEED_S", "0")  # none asked: none recorded
+    run_experiment(_b(), tmp_path / "b0.jsonl", backend=backend, resume=False, progress=False)
+    assert "host_speed" not in read_records(tmp_path / "b0.jsonl")[0]["provenance"]
 
 
 def test_a_resumed_adaptive_b_run_measures_only_what_it_lacks(tmp_path, monkeypatch):

@@ -64,7 +64,7 @@ def provenance_table(records_dir: PathLike = "data/raw") -> pd.DataFrame:
         ``profile`` (params file), ``repetitions``, ``generator`` (name, version,
         scheduling; experiment E: its tools' versions) and ``ceiling`` (calibrated
         ceiling per frame size, kpps per direction, or "unknown (not calibrated)";
-        E: "not applicable"). Missing facts read "unknown".
+        E: "not applicable") and ``host_speed`` (:func:`host_speed_text`). Missing facts read "unknown".
     """
     rows = []
     for name, stem in records_names().items():
@@ -95,17 +95,30 @@ def provenance_table(records_dir: PathLike = "data/raw") -> pd.DataFrame:
                                                    f"sched={ident['sched']}" if ident.get("sched") else None)
                                   if x) or "; ".join((lab.get("tools") or {}).values()) or unknown,
             "ceiling": _ceilings_text(gen) if gen or not lab.get("tools") else "not applicable (TCP/HTTP tools)",
+            "host_speed": host_speed_text(prov.get("host_speed")),
         })
     cols = ["experiment", "run_id", "date", "git_revision", "host_cpu", "cores", "numa_nodes", "kernel", "links",
-            "lab_kind", "profile", "repetitions", "generator", "ceiling"]
+            "lab_kind", "profile", "repetitions", "generator", "ceiling", "host_speed"]
     return pd.DataFrame(rows, columns=cols)
+
+
+def host_speed_text(speed: Optional[dict]) -> str:
+    """One line of :func:`nfvlab.system.host.speed_variation`'s figures, or why there are none."""
+    cpus = (speed or {}).get("cpus") or {}
+    if not cpus:
+        return "not measured"
+    per_cpu = ", ".join(f"CPU {c} {100 * v['cv']:.1f} % ({v['min_ratio']:.2f}-{v['max_ratio']:.2f}x)"
+                        for c, v in sorted(cpus.items(), key=lambda kv: int(kv[0])))
+    return (f"CV of a fixed loop's rate per {speed['window_s']:g} s window, {speed['duration_s']:g} s "
+            f"before the run: {per_cpu}")
 
 
 _PROVENANCE_NAMES = {"run_id": "run id", "date": "date (run start)", "git_revision": "git revision",
                      "host_cpu": "host CPU", "cores": "cores (usable)", "numa_nodes": "NUMA nodes",
                      "kernel": "kernel", "links": "generator ports / links", "lab_kind": "lab kind",
                      "profile": "profile (params file)", "repetitions": "repetitions",
-                     "generator": "traffic generator", "ceiling": "generator ceiling (calibrated) [kpps per direction]"}
+                     "generator": "traffic generator", "ceiling": "generator ceiling (calibrated) [kpps per direction]",
+                     "host_speed": "host CPU speed variation (a rate's CV cannot be expected below it)"}
 
 
 def provenance_sections(records_dir: Path) -> list[Section]:

@@ -20,3 +20,83 @@ def cpu_model() -> str:
 def host_identity() -> str:
     """``<CPU model> x<usable CPUs>, Linux <release>``: what a generator's ceiling depends on here."""
     return f"{cpu_model()} x{len(os.sched_getaffinity(0))}, Linux {platform.release()}"
+
+
+#: The probe each CPU runs: a fixed loop counted per window, pinned to one CPU; prints the counts.
+SPEED_PROBE = """
+import json, os, sys, time
+cpu, window_s, n = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+os.sched_setaffinity(0, {cpu})
+counts = []
+for _ in range(n):
+    end, c = time.perf_counter() + window_s, 0
+    while time.perf_counter() < end:
+        for _i in range(1000):
+            pass
+        c += 1
+    counts.append(c)
+print(json.dumps(counts))
+"""
+
+#: Length of :func:`speed_variation`'s probe before an experiment run, s (``NFVLAB_HOST_SPEED_S``; 0: none).
+HOST_SPEED_S = 6.0
+#: Window of :func:`speed_variation`, s: about a trial's length (experiment A's quick trials are 0.5-1 s).
+HOST_SPEED_WINDOW_S = 0.5
+
+
+def host_speed_s() -> float:
+    """The probe length an experiment run asks for: ``NFVLAB_HOST_SPEED_S`` or :data:`HOST_SPEED_S`."""
+    text = os.environ.get("NFVLAB_HOST_SPEED_S", "")
+    try:
+        value = float(text) if text else HOST_SPEED_S
+    except ValueError:
+        raise ValueError(f"NFVLAB_HOST_SPEED_S={text!r}: a number of seconds >= 0 is allowed") from None
+    if not value >= 0:
+        raise ValueError(f"NFVLAB_HOST_SPEED_S={text!r}: a number of seconds >= 0 is allowed")
+    return value
+
+
+def speed_figures(counts: list[int]) -> dict:
+    """``cv``, ``min_ratio``, ``max_ratio`` and ``windows`` of one CPU's per-window loop counts (2 or more)."""
+    import statistics
+
+    mean = statistics.fmean(counts)
+    return {"cv": statistics.stdev(counts) / mean, "min_ratio": min(counts) / mean,
+            "max_ratio": max(counts) / mean, "windows": len(counts)}
+
+
+def speed_variation(duration_s: float = HOST_SPEED_S, window_s: float = HOST_SPEED_WINDOW_S) -> dict:
+    """How steadily this host's CPUs work: the same loop counted per window on every CPU at once.
+
+    A virtual machine's CPU may run slower or faster by tens of percent for seconds at a time (its
+    host's other tenants, frequency); every CPU-bound rate measured here inherits that, so a rate's
+    coefficient of variation cannot be expected below this one.
+
+    Returns
+    -------
+    dict
+        ``window_s``, ``duration_s`` and ``cpus``: per CPU (str) ``cv`` (coefficient of variation
+        of the per-window counts), ``min_ratio`` / ``max_ratio`` (slowest / fastest window over the
+        mean) and ``windows`` (their number); empty ``cpus`` when ``duration_s`` is under one window.
+    """
+    import json
+    import subprocess
+    import sys
+
+    n = int(duration_s / window_s)
+    out = {"window_s": window_s, "duration_s": n * window_s, "cpus": {}}
+    if n < 2:
+        return out
+    procs = {}
+    try:
+        for cpu in sorted(os.sched_getaffinity(0)):
+            procs[cpu] = subprocess.Popen([sys.executable, "-c", SPEED_PROBE, str(cpu), str(window_s), str(n)],
+                                          stdout=subprocess.PIPE, text=True)
+        for cpu, proc in procs.items():
+            out["cpus"][str(cpu)] = speed_figures(json.loads(proc.communicate(timeout=duration_s + 60)[0]))
+    finally:
+        for proc in procs.values():  # on an error or Ctrl-C: no probe outlives the call
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return out
