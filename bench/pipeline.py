@@ -1,11 +1,13 @@
-"""Pipeline budget benchmark: wall time of `./run repro`, per stage (target <= 35 min, quick profile).
+"""Pipeline budget benchmark: wall time of `./run repro`, per stage (target <= 45 min, quick profile,
+every build included).
 
-Runs `./run repro` (set-up, `dvc repro`, `dvc push`) in the repository, passes its
-output through, and times each stage from the moment dvc announces it
-("Running stage '<name>'") to the next announcement (the last stage: to the end
-of `dvc repro`). Then prints one line per stage and the total against the
-budget. Stages dvc skips (up to date) take no time: pass ``--force`` to re-run
-every stage, which is what "the quick pipeline after a code change" means.
+Runs `./run repro` (set-up, the local Kubernetes and CNI builds, `dvc repro`, `dvc push`) in
+the repository, passes its output through, and times the set-up and builds (from the start to
+dvc's first stage: on a fresh machine the Debian packages, the venvs and the Go builds; cached,
+a few seconds) and each stage from the moment dvc announces it ("Running stage '<name>'") to
+the next announcement (the last stage: to the end of `dvc repro`). Then prints one line per
+stage and the total against the budget. Stages dvc skips (up to date) take no time: pass
+``--force`` to re-run every stage, which is what "the quick pipeline after a code change" means.
 Numbers describe this host; other jobs on its 2 vCPUs make them longer.
 
 Run as root from anywhere:  .venv/bin/python bench/pipeline.py [--force] [dvc repro args]
@@ -19,7 +21,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-BUDGET_S = 35 * 60
+BUDGET_S = 45 * 60
 _STAGE = re.compile(r"^Running stage '([^']+)'")
 
 
@@ -53,6 +55,9 @@ def main(argv: list[str]) -> int:
     total_s = time.monotonic() - t0
     times = stage_times(seen, repro_end if repro_end is not None else time.monotonic())
     print("\n== ./run repro, per stage (this host)")
+    if times:
+        first_stage_s = next(t for t, line in seen if _STAGE.match(line)) - t0
+        print(f"  {'set-up and builds':28s} {_minutes(first_stage_s):>14s}")
     for name, seconds in times:
         print(f"  {name:28s} {_minutes(seconds):>14s}")
     verdict = "within" if total_s <= BUDGET_S else "OVER"

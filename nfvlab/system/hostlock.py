@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import time
 from pathlib import Path
 from typing import Optional
@@ -53,11 +54,20 @@ class HostLock:
 
     _run_holder: Optional["HostLock"] = None
     _run_pid: Optional[int] = None
+    #: The locks this process holds now (what a test's isolation check and a LabBusy inside one
+    #: process report).
+    _held: set["HostLock"] = set()
+
+    @classmethod
+    def held_here(cls) -> list["HostLock"]:
+        """The host locks this process holds now (their ``purpose`` says for what)."""
+        return [lock for lock in cls._held if lock._pid == os.getpid()]
 
     def __init__(self, purpose: str, *, for_run: bool = False) -> None:
         self.purpose = purpose
         self.for_run = for_run
         self._fd: Optional[int] = None
+        self._pid: Optional[int] = None
         self._nested = False
 
     def __enter__(self) -> "HostLock":
@@ -85,12 +95,14 @@ class HostLock:
             os.close(fd)
             if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise LabBusy(
-                    f"the lab is in use ({holder}); wait for it to finish"
+                    f"the lab is in use ({_identify(holder)}); wait for it to finish"
+                    + (f" (waited {wait_s:g} s, NFVLAB_LOCK_WAIT_S)" if wait_s else "")
                 ) from None
             raise
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()}: {self.purpose}".encode())
-        self._fd = fd
+        self._fd, self._pid = fd, os.getpid()
+        HostLock._held.add(self)
         if self.for_run:
             HostLock._run_holder, HostLock._run_pid = self, os.getpid()
         return self
@@ -101,8 +113,25 @@ class HostLock:
             return
         if HostLock._run_holder is self:
             HostLock._run_holder, HostLock._run_pid = None, None
+        HostLock._held.discard(self)
         if self._fd is not None:
             os.ftruncate(self._fd, 0)
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+def _identify(holder: str) -> str:
+    """The lock file's "pid N: purpose" with what the process table says of N: this process, its
+    command line, or that it is gone."""
+    m = re.match(r"pid (\d+)", holder)
+    if not m:
+        return holder
+    pid = int(m.group(1))
+    if pid == os.getpid():
+        return f"{holder}; this process"
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return holder
+    return f"{holder}; command: {cmdline[:160]}" if cmdline else holder

@@ -1,0 +1,121 @@
+"""The suite's isolation itself (tests/conftest.py): a test that leaks, hangs or leaves a lock held
+fails alone, and the tests after it pass. Each case runs in an inner pytest of its own, with the
+project's conftest and a private host-lock directory (no real lab is touched)."""
+import os
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+pytest_plugins = ["pytester"]
+
+CONFTEST = Path(__file__).with_name("conftest.py")
+
+INNER = r'''
+import subprocess, sys, time
+from pathlib import Path
+
+from nfvlab.system.hostlock import HostLock
+
+HOLD = ("from nfvlab.system.hostlock import HostLock\nimport time\n"
+        "with HostLock('held by a leaked child'):\n    print('held', flush=True)\n    time.sleep(600)\n")
+
+
+def test_1_leaks_a_lock_holding_child():
+    child = subprocess.Popen([sys.executable, "-c", HOLD], stdout=subprocess.PIPE, text=True)
+    Path("leaked.pid").write_text(str(child.pid))
+    assert child.stdout.readline().strip() == "held"
+
+
+def test_2_takes_the_lock_after_the_leak():
+    with HostLock("the next test"):
+        pass
+
+
+def test_3_hangs():
+    time.sleep(120)
+
+
+def test_4_runs_after_the_hang():
+    with HostLock("after the hang"):
+        pass
+
+
+def test_5_leaves_a_lock_held_in_this_process():
+    HostLock("an unclosed lab").__enter__()
+
+
+def test_6_takes_the_lock_after_that():
+    with HostLock("after the unclosed lab"):
+        pass
+
+
+def test_7_spawned_child_is_ended_although_the_test_fails(spawn):
+    child = spawn(["sleep", "600"])
+    Path("spawned.pid").write_text(str(child.pid))
+    assert False, "the test fails; its fixture still ends the child"
+
+
+def test_8_leaves_a_plain_child_running():
+    child = subprocess.Popen(["sleep", "600"])
+    Path("stray.pid").write_text(str(child.pid))
+
+
+def test_9_runs_clean():
+    with HostLock("the last test"):
+        pass
+'''
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_a_leak_a_hang_or_an_unclosed_lock_fails_that_test_alone(pytester, monkeypatch):
+    monkeypatch.setenv("NFVLAB_RUN_DIR", str(pytester.path / "run"))
+    monkeypatch.setenv("NFVLAB_LOCK_WAIT_S", "2")  # were a lock still held, the next test fails fast
+    pytester.makeconftest(CONFTEST.read_text())
+    pytester.makepyfile(test_inner=INNER)
+    result = pytester.runpytest_subprocess("--timeout=5", "--timeout-method=signal",
+                                           "-p", "no:cacheprovider", "-rA")
+    outcomes = {}
+    for line in result.outlines:
+        for word in ("PASSED", "FAILED", "ERROR"):
+            if line.startswith(word + " test_inner.py::"):
+                outcomes[line.split("::")[1].split()[0]] = word
+    assert outcomes == {
+        "test_1_leaks_a_lock_holding_child": "ERROR",
+        "test_2_takes_the_lock_after_the_leak": "PASSED",
+        "test_3_hangs": "FAILED",
+        "test_4_runs_after_the_hang": "PASSED",
+        "test_5_leaves_a_lock_held_in_this_process": "ERROR",
+        "test_6_takes_the_lock_after_that": "PASSED",
+        "test_7_spawned_child_is_ended_although_the_test_fails": "FAILED",
+        "test_8_leaves_a_plain_child_running": "ERROR",
+        "test_9_runs_clean": "PASSED",
+    }, result.stdout.str()
+    text = result.stdout.str()
+    assert "a child holds the host lock: pid" in text and "held by a leaked child" in text
+    assert "Timeout" in text
+    assert "this process holds the host lock for 'an unclosed lab'" in text
+    assert "child processes still running: pid" in text
+    for name in ("leaked.pid", "spawned.pid", "stray.pid"):
+        assert _gone(int((pytester.path / name).read_text())), name
+
+
+def test_stop_process_tree_ends_a_child_that_ignores_sigterm_and_its_own_children():
+    import subprocess
+
+    from conftest import stop_process_tree
+
+    code = ("import signal, subprocess, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "g = subprocess.Popen(['sleep', '600'])\nprint(g.pid, flush=True)\ntime.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    grandchild = int(proc.stdout.readline())
+    stop_process_tree(proc, grace_s=0.5)
+    assert proc.returncode == -9  # SIGTERM ignored: killed
+    assert _gone(grandchild)
