@@ -35,7 +35,7 @@ PACKAGES: tuple[str, ...] = (
 )
 
 #: Bumped when keys of the :func:`collect` dict change meaning or are removed.
-SCHEMA_VERSION = 2  # 2: generator_source_sha256 covers every generator source, not nfvlab_gen.c alone
+SCHEMA_VERSION = 3  # 2: generator_source_sha256 covers every generator source; 3: git_changed
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 #: Where the embedded generator's sources are: every ``nfvlab_*.c`` / ``nfvlab_*.h`` there is one.
@@ -99,13 +99,61 @@ def git_state(path: os.PathLike | str) -> tuple[Optional[str], Optional[bool]]:
             revision = head.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         pass
-    try:
-        status = _run([*git, "status", "--porcelain", "--untracked-files=normal"])
-        if status.returncode == 0:
-            dirty = bool(status.stdout.strip())
-    except (OSError, subprocess.SubprocessError):
-        pass
+    changed = _changed_paths(git)
+    if changed is not None:
+        dirty = bool(changed)
     return revision, dirty
+
+
+def _changed_paths(git: list[str]) -> Optional[list[str]]:
+    """Repository-relative paths that differ from ``HEAD`` or are untracked and not ignored (the
+    ``-z`` porcelain: names as they are, a rename's new name), sorted; None when git fails."""
+    try:
+        status = _run([*git, "status", "--porcelain", "-z", "--untracked-files=normal"])
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if status.returncode != 0:
+        return None
+    entries = status.stdout.split("\0")
+    paths, i = [], 0
+    while i < len(entries):
+        entry = entries[i]
+        if len(entry) > 3:
+            paths.append(entry[3:])
+            if entry[0] in "RC":  # the next entry is the rename's source
+                i += 1
+        i += 1
+    return sorted(paths)
+
+
+def git_changes(path: os.PathLike | str) -> Optional[list[str]]:
+    """Paths of the checkout containing ``path`` that differ from its ``HEAD`` (see
+    :func:`git_state`: what makes it dirty); None outside a checkout or without git."""
+    path = Path(path)
+    if path.is_file():
+        path = path.parent
+    return _changed_paths(["git", "-c", "safe.directory=*", "-C", str(path)])
+
+
+#: What measures, as paths of the repository: the package, the params, the notebooks and scripts
+#: the pipeline runs, the pipeline and the pinned dependencies. A run measured while one of these
+#: differed from its commit cannot be reproduced from the commit; a change elsewhere (docs, tests,
+#: benchmarks, the pipeline's own outputs such as metrics/ and dvc.lock) does not touch a measurement.
+MEASURING_CODE: tuple[str, ...] = ("nfvlab/", "params/", "notebooks/", "scripts/", "dvc.yaml",
+                                   "pyproject.toml", "requirements.lock", "run")
+
+
+def measuring_code_changes(provenance: dict) -> Optional[list[str]]:
+    """The measuring code (:data:`MEASURING_CODE`) that differed from the recorded commit when
+    ``provenance`` was collected: ``[]`` for a clean measurement, the paths otherwise; None when the
+    checkout was dirty and the record does not say which paths (a record of schema < 3)."""
+    if not provenance.get("git_dirty"):
+        return []
+    changed = provenance.get("git_changed")
+    if changed is None:
+        return None
+    folders = tuple(m for m in MEASURING_CODE if m.endswith("/"))
+    return [p for p in changed if p in MEASURING_CODE or p.startswith(folders)]
 
 
 def debian_package_versions(packages: tuple[str, ...] | list[str] = PACKAGES) -> dict[str, Optional[str]]:
@@ -239,6 +287,9 @@ def collect(params: dict | None = None) -> dict:
         ``git_revision`` (str), ``git_dirty`` (bool)
             See :func:`git_state`, for the checkout holding the package; both
             ``None`` for an installed (non-checkout) package.
+        ``git_changed`` (list of str)
+            :func:`git_changes`: the paths that made it dirty (``[]`` when clean); publishing refuses
+            a run whose measuring code is among them (:func:`measuring_code_changes`).
         ``python``, ``python_implementation``, ``python_executable`` (str)
             Interpreter version (e.g. ``3.11.2``), implementation and path.
         ``hostname`` (str)
@@ -282,6 +333,7 @@ def collect(params: dict | None = None) -> dict:
         "nfvlab_path": str(_PACKAGE_DIR),
         "git_revision": git_revision,
         "git_dirty": git_dirty,
+        "git_changed": _safe(lambda: git_changes(_PACKAGE_DIR)),
         "python": _safe(platform.python_version),
         "python_implementation": _safe(platform.python_implementation),
         "python_executable": sys.executable or None,

@@ -16,6 +16,8 @@ if [ -n "$stale" ]; then
   echo "publish: stages not up to date ($stale): run ./run repro first" >&2
   exit 1
 fi
+# a run measured from code its commit does not hold is not reproducible research: refused, naming files
+python scripts/publish_check.py
 mkdir -p published/dvc
 dvc push -q -r published
 # objects of older published runs that this dvc.lock no longer names

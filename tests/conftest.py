@@ -47,11 +47,42 @@ def lab_residue() -> dict:
 NO_RESIDUE = {"namespaces": [], "state_files": [], "generator_pids": [], "other": []}
 
 
-def pytest_collection_modifyitems(items):
+#: ``./run test-experiment X`` (``pytest --experiment X``): the tests of experiment X's own code
+#: (its scenario, lab models, analysis), the experiment runner's, and the notebook, report and
+#: pipeline tests whose id names X.
+EXPERIMENT_TESTS = {
+    "a": {"test_analysis", "test_lab", "test_lab_ebpf", "test_lab_userspace", "test_labs_kubernetes"},
+    "b": {"test_analysis_bcd", "test_scenario_resources", "test_lab_resources"},
+    "c": {"test_analysis_bcd", "test_servicechain", "test_labs_kubernetes"},
+    "d": {"test_analysis_bcd", "test_scenario_density"},
+    "e": {"test_analysis_cni", "test_experiment_cni", "test_labs_cni", "test_scenario_cni", "test_tcp"},
+    "f": {"test_analysis_f", "test_search_mrr"},
+}
+RUNNER_TESTS = {"test_experiment", "test_experiments", "test_stage", "test_claims", "test_claimsets"}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--experiment", choices=sorted(EXPERIMENT_TESTS), type=str.lower,
+                     help="run only experiment X's tests (./run test-experiment X)")
+
+
+def _experiment_selects(item, x: str) -> bool:
+    module = item.module.__name__.rpartition(".")[2] if getattr(item, "module", None) else ""
+    if module in EXPERIMENT_TESTS[x] | RUNNER_TESTS:
+        return True
+    return re.search(rf"experiment[_@]{x}\b|\[{x}\]|[-\[]{x}[-\]]", item.nodeid) is not None
+
+
+def pytest_collection_modifyitems(config, items):
     # A test that starts from a clean host uses the lab: `-m "not lab"` leaves it out.
     for item in items:
         if "clean_host" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.lab)
+    x = config.getoption("--experiment")
+    if x:
+        kept = [item for item in items if _experiment_selects(item, x)]
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
 
 
 @pytest.fixture

@@ -119,3 +119,21 @@ def test_stop_process_tree_ends_a_child_that_ignores_sigterm_and_its_own_childre
     stop_process_tree(proc, grace_s=0.5)
     assert proc.returncode == -9  # SIGTERM ignored: killed
     assert _gone(grandchild)
+
+
+def test_lab_busy_names_the_holder_in_this_process_and_in_another(tmp_path, monkeypatch, spawn):
+    import subprocess
+
+    from nfvlab.system.hostlock import HostLock, LabBusy
+
+    monkeypatch.setenv("NFVLAB_RUN_DIR", str(tmp_path))
+    monkeypatch.setenv("NFVLAB_LOCK_WAIT_S", "0")
+    with HostLock("lab 123abc (linux-bridge)"):
+        with pytest.raises(LabBusy, match=r"this process, which holds it for: lab 123abc \(linux-bridge\)"):
+            HostLock("a second lab").__enter__()
+    code = ("from nfvlab.system.hostlock import HostLock\nimport time\n"
+            "with HostLock('a run elsewhere'):\n    print('held', flush=True)\n    time.sleep(600)\n")
+    other = spawn([sys.executable, "-c", code, "--marker-arg"], stdout=subprocess.PIPE, text=True)
+    assert other.stdout.readline().strip() == "held"
+    with pytest.raises(LabBusy, match=rf"pid {other.pid}: a run elsewhere; command: .*--marker-arg"):
+        HostLock("this test").__enter__()

@@ -128,8 +128,9 @@ def _identify(holder: str) -> str:
     if not m:
         return holder
     pid = int(m.group(1))
-    if pid == os.getpid():
-        return f"{holder}; this process"
+    if pid == os.getpid():  # a lab this process left open: say which
+        purposes = "; ".join(lock.purpose for lock in HostLock.held_here())
+        return f"{holder}; this process, which holds it for: {purposes or 'nothing it knows of'}"
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:

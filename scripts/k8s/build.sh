@@ -5,6 +5,7 @@
 # (scripts/k8s/images.sh). Everything comes from Debian packages and the Go module proxy.
 #
 #   scripts/k8s/build.sh            build what is missing, then write the stamp (a no-op once stamped)
+#   scripts/k8s/build.sh --with-kwok  also kwok (only the tests' simulated nodes use it: ./run test)
 #   scripts/k8s/build.sh --print-dir  print the output directory and exit
 #
 # Output: ${NFVLAB_CACHE:-/var/cache/nfvlab}/k8s/<VERSION_KEY>/{bin,images,share,logs}
@@ -31,10 +32,13 @@ WORK="$OUT/work"
 STAMP="$OUT/stamp"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-if [ "${1:-}" = "--print-dir" ]; then
-  echo "$OUT"
-  exit 0
-fi
+WITH_KWOK=0
+case "${1:-}" in
+  --print-dir) echo "$OUT"; exit 0 ;;
+  --with-kwok) WITH_KWOK=1 ;;
+  "") ;;
+  *) echo "usage: scripts/k8s/build.sh [--with-kwok | --print-dir]" >&2; exit 2 ;;
+esac
 
 T0=$(date +%s)
 log() { printf '[k8s-build %4ds] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
@@ -56,7 +60,10 @@ GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 GO_VERSION=$("$GO" env GOVERSION)
 STAMP_TEXT="$VERSION_KEY $GO_VERSION"
 
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$STAMP_TEXT" ]; then
+# kwok is stamped on its own (bin/kwok and bin/kwok-stage, renamed into place when built): the main
+# job's cluster does not need it.
+kwok_ready() { [ "$WITH_KWOK" = 0 ] || { [ -x "$BIN/kwok" ] && [ -d "$BIN/kwok-stage" ]; }; }
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$STAMP_TEXT" ] && kwok_ready; then
   log "up to date: $OUT"
   exit 0
 fi
@@ -72,7 +79,7 @@ exec 9>"$OUT/.lock"
 if ! flock -n 9; then
   log "another build holds $OUT/.lock: waiting"
   flock 9
-  if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$STAMP_TEXT" ]; then log "up to date: $OUT"; exit 0; fi
+  if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$STAMP_TEXT" ] && kwok_ready; then log "up to date: $OUT"; exit 0; fi
 fi
 
 # --- 1. Debian packages (only the missing ones; their services are not started) --------------------
@@ -197,8 +204,8 @@ if ! have multus || [ ! -f "$SHARE/multus-daemonset.yml" ]; then
   step_done
 fi
 
-# --- 5. kwok (+ stage configs next to the binary) ------------------------------------------------------
-if ! have kwok || [ ! -d "$BIN/kwok-stage" ]; then
+# --- 5. kwok (+ stage configs next to the binary), with --with-kwok only ----------------------------------
+if [ "$WITH_KWOK" = 1 ] && { ! have kwok || [ ! -d "$BIN/kwok-stage" ]; }; then
   step_start kwok
   {
     IMPORTS="sigs.k8s.io/kwok/cmd/kwok" throwaway_module "$WORK/kwok" "sigs.k8s.io/kwok@$KWOK_VERSION"
@@ -263,11 +270,11 @@ CURRENT_LOG="$LOGS/version-check.log"
   "$BIN/kube-apiserver" --version
   "$BIN/kubelet" --version
   "$BIN/etcd" --version
-  "$BIN/kwok" --version || true
+  if [ "$WITH_KWOK" = 1 ]; then "$BIN/kwok" --version || true; fi
 } >"$CURRENT_LOG" 2>&1
 grep -q "Kubernetes $K8S_VERSION" "$CURRENT_LOG" || { CURRENT="version check (kube-apiserver does not report $K8S_VERSION)"; false; }
 grep -q "etcd Version: ${ETCD_VERSION#v}" "$CURRENT_LOG" || { CURRENT="version check (etcd does not report $ETCD_VERSION)"; false; }
-ls "$BIN/kwok-stage"/*/ >/dev/null
+if [ "$WITH_KWOK" = 1 ]; then ls "$BIN/kwok-stage"/*/ >/dev/null; fi
 
 # --- 8. Images (docker-archive tars; imported into containerd when a cluster starts) ---------------------
 CURRENT="images"
