@@ -135,4 +135,5 @@ def _identify(holder: str) -> str:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
         return holder
+    cmdline = " ".join(cmdline.split())  # one line, as every error of nfvlab's
     return f"{holder}; command: {cmdline[:160]}" if cmdline else holder
