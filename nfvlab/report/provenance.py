@@ -65,8 +65,9 @@ def provenance_table(records_dir: PathLike = "data/raw") -> pd.DataFrame:
         scheduling; experiment E: its tools' versions) and ``ceiling`` (calibrated
         ceiling per frame size, kpps per direction, or "unknown (not calibrated)";
         E: "not applicable") and ``host_speed`` (:func:`host_speed_text`). Missing facts read "unknown".
+        ``attrs["host_speed"]``: each row's probe figures as recorded (:func:`host_stability_note`).
     """
-    rows = []
+    rows, speeds = [], []
     for name, stem in records_names().items():
         path = Path(records_dir) / f"{stem}.jsonl"
         run = _latest_run(path) if path.exists() else None
@@ -97,9 +98,12 @@ def provenance_table(records_dir: PathLike = "data/raw") -> pd.DataFrame:
             "ceiling": _ceilings_text(gen) if gen or not lab.get("tools") else "not applicable (TCP/HTTP tools)",
             "host_speed": host_speed_text(prov.get("host_speed")),
         })
+        speeds.append(prov.get("host_speed"))
     cols = ["experiment", "run_id", "date", "git_revision", "host_cpu", "cores", "numa_nodes", "kernel", "links",
             "lab_kind", "profile", "repetitions", "generator", "ceiling", "host_speed"]
-    return pd.DataFrame(rows, columns=cols)
+    table = pd.DataFrame(rows, columns=cols)
+    table.attrs["host_speed"] = speeds  # the probes' figures, for host_stability_note
+    return table
 
 
 def host_speed_text(speed: Optional[dict]) -> str:
@@ -107,10 +111,32 @@ def host_speed_text(speed: Optional[dict]) -> str:
     cpus = (speed or {}).get("cpus") or {}
     if not cpus:
         return "not measured"
-    per_cpu = ", ".join(f"CPU {c} {100 * v['cv']:.1f} % ({v['min_ratio']:.2f}-{v['max_ratio']:.2f}x)"
-                        for c, v in sorted(cpus.items(), key=lambda kv: int(kv[0])))
+
+    def one(c: str, v: dict) -> str:
+        lag = f", lag-1 r {v['lag1']:.2f}" if v.get("lag1") is not None else ""
+        return f"CPU {c} {100 * v['cv']:.1f} % ({v['min_ratio']:.2f}-{v['max_ratio']:.2f}x{lag})"
+
+    per_cpu = ", ".join(one(c, v) for c, v in sorted(cpus.items(), key=lambda kv: int(kv[0])))
+    extra = "".join(f"; {name} {fmt.format(speed[key])}" for key, name, fmt in (
+        ("cross_cpu_r", "across CPUs r", "{:.2f}"), ("steal_share", "steal", "{:.1%}"))
+        if speed.get(key) is not None)
     return (f"CV of a fixed loop's rate per {speed['window_s']:g} s window, {speed['duration_s']:g} s "
-            f"before the run: {per_cpu}")
+            f"before the run: {per_cpu}{extra}")
+
+
+def host_stability_note(speeds: list[Optional[dict]]) -> str:
+    """A terse warning when any run's host probe says the host was unstable (a CPU's CV per
+    window at least :data:`nfvlab.system.host.UNSTABLE_CV`, as pyperf warns from 10 %), else ""."""
+    from nfvlab.system.host import UNSTABLE_CV
+
+    worst = max((v["cv"] for s in speeds for v in ((s or {}).get("cpus") or {}).values()), default=None)
+    if worst is None or worst < UNSTABLE_CV:
+        return ""
+    return (f"**The host was unstable**: a CPU's own speed varied with a CV of up to {worst:.0%} from "
+            f"one window to the next (warned from {UNSTABLE_CV:.0%}). Every rate measured here varies "
+            "at least as much from trial to trial, and a comparison of configurations measured "
+            "minutes apart carries that noise: read such differences with their intervals, and prefer "
+            "a quiet host (isolated cores, fixed frequency) for absolute figures.")
 
 
 _PROVENANCE_NAMES = {"run_id": "run id", "date": "date (run start)", "git_revision": "git revision",
@@ -127,7 +153,9 @@ def provenance_sections(records_dir: Path) -> list[Section]:
     if prov.empty:
         return [Section("Provenance of the local numbers",
                         f"{SCOPE_NOTE}\n\n*Unknown*: no completed run in `{records_dir}`.", None, [])]
+    note = host_stability_note(list(prov.attrs.get("host_speed", [])))
     # Transposed (one column per experiment) so every field fits the page.
     wide = prov.set_index("experiment").T.rename(index=_PROVENANCE_NAMES)
     wide = wide.rename_axis(None, axis=1).reset_index().rename(columns={"index": "field"}).astype(str)
-    return [Section("Provenance of the local numbers", SCOPE_NOTE, styled(wide, "provenance"), [])]
+    return [Section("Provenance of the local numbers", SCOPE_NOTE + (f"\n\n{note}" if note else ""),
+                    styled(wide, "provenance"), [])]
