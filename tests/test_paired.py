@@ -1,0 +1,103 @@
+"""Paired comparisons (nfvlab.paired): known statistics, and by simulation with the host's spells in
+the noise, alpha held under the null and a 10 % difference decided in the blocks the design claims."""
+import math
+import random
+
+import numpy as np
+import pytest
+
+from nfvlab import paired
+from nfvlab.paired import BlockPlan, block_log_ratio, paired_test, schedule, sequential
+
+
+def test_schedule_is_abba_or_baab_at_random_and_reproducible():
+    orders = schedule(200, random.Random(7))
+    assert set(orders) == {"ABBA", "BAAB"}
+    assert 70 <= orders.count("ABBA") <= 130  # Binomial(200, 1/2): 7 SD either side
+    assert orders == schedule(200, random.Random(7))
+
+
+def test_block_log_ratio_of_known_rates():
+    assert block_log_ratio([200.0, 200.0], [100.0, 100.0]) == pytest.approx(math.log(2))
+    # geometric means: sqrt(100 * 400) = 200 against 100
+    assert block_log_ratio([100.0, 400.0], [100.0, 100.0]) == pytest.approx(math.log(2))
+    with pytest.raises(ValueError, match="positive rates of both arms"):
+        block_log_ratio([0.0, 1.0], [1.0, 1.0])
+
+
+def test_known_blocks_larger_and_equivalent():
+    # mean 0.1, SD sqrt(0.0008 / 3) = 0.01633, t = 0.1 / (0.01633 / 2) = 12.25 on 3 df
+    r = paired_test([0.10, 0.12, 0.08, 0.10], level=0.05, margin=0.05)
+    assert r.verdict == "larger" and r.blocks == 4 and r.blocks_needed is None
+    assert r.ratio == pytest.approx(math.exp(0.1))
+    assert r.p_different == pytest.approx(2 * 0.000583, rel=0.05)
+    half = 3.182446 * math.sqrt(0.0008 / 3) / 2  # t(0.975, 3) * SE
+    assert (r.ci_low, r.ci_high) == pytest.approx((math.exp(0.1 - half), math.exp(0.1 + half)))
+    assert paired_test([-x for x in (0.10, 0.12, 0.08, 0.10)], level=0.05, margin=0.05).verdict == "smaller"
+    eq = paired_test([0.01, -0.01, 0.0, 0.005, -0.005], level=0.05, margin=0.05)
+    assert eq.verdict == "equivalent" and eq.p_equivalent < 0.05 < eq.p_different
+    wide = paired_test([0.2, -0.2, 0.1, -0.1], level=0.05, margin=0.05)
+    assert wide.verdict == "undecided" and wide.blocks_needed > 4 and wide.detectable > 0.1
+
+
+def test_looks_spend_at_most_alpha_and_stop_when_decided():
+    plan = BlockPlan(first=4, step=4, max_blocks=20, alpha=0.05)
+    assert plan.looks == [4, 8, 12, 16, 20]
+    assert sum(plan.alpha_at(k) for k in range(len(plan.looks))) == pytest.approx(0.05)
+    seen = []
+    looks = sequential(lambda i: seen.append(i) or 0.2, plan)  # every block says +22 %: decided at once
+    assert [x.blocks for x in looks] == [4] and looks[-1].verdict == "larger" and seen == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="margin"):
+        BlockPlan(margin=0.0)
+
+
+# ------------------------------------------------------------------ simulation: spells in the noise
+def _host(rng, windows: int, sd: float, lag1: float) -> np.ndarray:
+    """Log speed of a CPU per 0.5 s window: AR(1) with stationary SD ``sd`` and lag-1 correlation
+    ``lag1`` (this project's VMs: SD ~0.22, lag-1 0.4-0.7 per 0.5 s window)."""
+    shocks = rng.normal(0.0, sd * math.sqrt(1 - lag1 ** 2), windows)
+    h = np.empty(windows)
+    h[0] = rng.normal(0.0, sd)
+    for i in range(1, windows):
+        h[i] = lag1 * h[i - 1] + shocks[i]
+    return h
+
+
+def _block_source(seed: int, ratio: float, lag1: float, blocks: int, sd: float = 0.22):
+    """Block i's paired log-ratio on a simulated host: 1 s trials (two windows each) in the
+    schedule's order, arm A ``ratio`` times arm B, plus 3 % trial noise."""
+    rng, orders = np.random.default_rng(seed), schedule(blocks, random.Random(seed))
+    h = _host(rng, blocks * 8 + 2, sd, lag1)
+
+    def block(i: int) -> float:
+        rates = {"A": [], "B": []}
+        for j, arm in enumerate(orders[i]):
+            w = (4 * i + j) * 2
+            log_rate = h[w:w + 2].mean() + rng.normal(0.0, 0.03) + (math.log(ratio) if arm == "A" else 0.0)
+            rates[arm].append(math.exp(log_rate))
+        return block_log_ratio(rates["A"], rates["B"])
+
+    return block
+
+
+@pytest.mark.parametrize("lag1", [0.4, 0.7, 0.9])
+def test_the_sequential_design_holds_alpha_under_the_null_with_spells(lag1):
+    plan = BlockPlan()
+    n = 600
+    verdicts = [sequential(_block_source(seed, 1.0, lag1, plan.max_blocks), plan)[-1].verdict for seed in range(n)]
+    false_positive = sum(v in ("larger", "smaller") for v in verdicts) / n
+    assert false_positive <= plan.alpha, false_positive
+
+
+def test_a_ten_percent_difference_is_decided_in_the_blocks_the_design_claims():
+    # The SD of a block's log-ratio on this simulated host, from many A/A blocks (lag-1 0.7).
+    aa = [_block_source(seed, 1.0, 0.7, 1)(0) for seed in range(3000)]
+    sd = float(np.std(aa, ddof=1))
+    claimed = paired._needed(sd, math.log(1.10), 0.05, 0.80, None)
+    assert claimed is not None and claimed >= 3
+    n = 400
+    sources = [_block_source(10_000 + s, 1.10, 0.7, claimed) for s in range(n)]
+    decided = sum(paired_test([block(i) for i in range(claimed)], level=0.05, margin=0.05).verdict == "larger"
+                  for block in sources) / n
+    # 80 % power claimed; 3 standard errors of a proportion of 400 below it
+    assert decided >= 0.80 - 3 * math.sqrt(0.8 * 0.2 / n), (claimed, decided)
