@@ -221,3 +221,18 @@ def test_adaptive_absent_is_a_fixed_n_run_and_present_has_its_defaults(tmp_path)
             p = P.load_experiment(REPO / f"params/{profile}/experiment_{letter}.yaml", REPO / "params/lab.yaml")
             assert p.adaptive is not None and p.adaptive.max_repetitions > p.repetitions
             assert p.adaptive.seconds is not None  # the pipeline's time is bounded
+
+
+def test_frame_sizes_by_lab_keeps_a_subset_on_that_lab_only():
+    quick = {"kubernetes": P.load_experiment("params/quick/experiment_a.yaml", "params/lab.kubernetes.yaml"),
+             "embedded": P.load_experiment("params/quick/experiment_a.yaml", "params/lab.yaml")}
+    assert quick["kubernetes"].traffic.frame_sizes == [64]  # the quick profile: Kubernetes at 64 B only
+    assert quick["embedded"].traffic.frame_sizes == [64, 1518]
+    dumped = P.ExperimentParams.model_validate(quick["kubernetes"].model_dump())  # as a record keeps it
+    assert dumped.traffic.frame_sizes == [64]
+    for bad, says in (({"kubernetes": [512]}, r"frame_sizes_by_lab.kubernetes: give some of traffic.frame_sizes"),
+                      ({"kubernetes": []}, r"frame_sizes_by_lab.kubernetes: give some"),
+                      ({"vpp": [64]}, r"frame_sizes_by_lab.vpp")):
+        with pytest.raises(P.ParamsError, match=says):
+            P.load_experiment("params/quick/experiment_a.yaml", "params/lab.kubernetes.yaml",
+                              {"frame_sizes_by_lab": bad})

@@ -344,3 +344,22 @@ def test_experiment_f_section_names_its_goal_mtu_and_the_frames_not_sent(tmp_pat
     assert len(too_large) == 2 and too_large["why no value"].str.startswith("frame too large: 9018 B").all()
     assert secs.index(head) > secs.index(_section(secs, "Experiment E:"))
     assert "F" in set(report.claims_table(tmp_path / "tables")["experiment"])
+
+
+def test_two_labs_says_which_frame_sizes_a_profile_leaves_out_on_one_lab(tmp_path):
+    from nfvlab.report.files import kubernetes_stem, own_dir
+    from nfvlab.report.lab_comparison import NOT_IN_PROFILE, two_labs_text
+
+    name = f"experiment_a_{experiments.get('a').kubernetes_table}.csv"
+    cols = "model,frame_size,status,n,mean_pps,ci_low_pps,ci_high_pps\n"
+    for d, rows in ((own_dir(tmp_path, "a"), ["m,64,measured,3,100000,90000,110000",
+                                             "m,1518,measured,3,80000,70000,90000"]),
+                    (tmp_path / kubernetes_stem("a"), ["m,64,measured,3,90000,80000,100000"])):
+        d.mkdir(parents=True, exist_ok=True)
+        (d / name).write_text(cols + "\n".join(rows) + "\n")
+    both = report.two_labs(tmp_path, "a").sort_values("frame_size")
+    assert both["kubernetes_status"].tolist() == ["measured", NOT_IN_PROFILE]
+    assert both["kubernetes_vs_embedded"].iloc[0] == pytest.approx(0.9)
+    text = two_labs_text(both)
+    assert text["kubernetes NDR [kpps] mean [95 % CI]"].iloc[1] == "— (not measured)"
+    assert "kubernetes: not measured: not in this profile on this lab" in text["why no value"].iloc[1]

@@ -91,6 +91,10 @@ class ExperimentParams(_Strict):
     earlier search has loaded (a DUT that holds an overloaded trial's frames until new traffic
     pushes them out never settles between searches: docs/methodology.md, "A DUT that has not
     settled"). Costs one lab build per frame size (about 2 s embedded, 10 s on Kubernetes)."""
+    frame_sizes_by_lab: dict[Literal["embedded", "kubernetes"], list[FrameSize]] = Field(default_factory=dict)
+    """On a lab of this kind (``lab.kind``), only these of ``traffic.frame_sizes``: e.g. the quick
+    profile measures the Kubernetes lab at 64 B only (its 10 s pod set-ups and its bimodal 1518 B
+    OVS results belong to the full profile). A kind not named measures every frame size."""
 
     @field_validator("latency_load_fractions")
     @classmethod
@@ -117,6 +121,19 @@ class ExperimentParams(_Strict):
         sizes = [f for f in self.traffic.frame_sizes if f != "IMIX" and f > largest]
         if sizes:
             raise ValueError(f"traffic.frame_sizes: {sizes[0]} is above the largest mtu_bytes + 18 ({largest})")
+        return self
+
+    @model_validator(mode="after")
+    def _frame_sizes_of_this_lab(self) -> "ExperimentParams":
+        only = self.frame_sizes_by_lab.get(self.lab.kind)
+        if only is None:
+            return self
+        foreign = [f for f in only if f not in self.traffic.frame_sizes]
+        if foreign or not only:
+            raise ValueError(f"frame_sizes_by_lab.{self.lab.kind}: give some of traffic.frame_sizes "
+                             f"({self.traffic.frame_sizes}), not {foreign or only}")
+        kept = [f for f in self.traffic.frame_sizes if f in only]
+        object.__setattr__(self, "traffic", self.traffic.model_copy(update={"frame_sizes": kept}))  # frozen model
         return self
 
     @model_validator(mode="after")
