@@ -7,6 +7,7 @@
     nfvlab search (--model M | --port NS:IFACE --port NS:IFACE) --frame-size N --goal ndr [--json]
     nfvlab calibrate [--frame-sizes 64,512,1518] [--json]
     nfvlab experiment run a|b|c|d|e|f --params P --records R [--lab-profile L] [--local-cluster]
+    nfvlab experiment run a|...|f|all [--params P --records R] --dry-run   (the plan, nothing measured)
     nfvlab analyze a|b|c|d|e|f --params P --records R --metrics M [--tables DIR] [--figures DIR] [--claims C]
         [--notebook IN.py --executed OUT.ipynb]
     nfvlab cluster up|run -- CMD|clean|status   the local single-node Kubernetes cluster
@@ -181,6 +182,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     if argv is None and hasattr(signal, "SIGUSR1"):
         # `kill -USR1 PID` prints every thread's stack to stderr: what a command that seems stuck is doing.
         faulthandler.register(signal.SIGUSR1, all_threads=True)
+    if args[:2] == ["experiment", "run"] and "--dry-run" in args:  # the plan: nothing measured
+        from nfvlab.commands import plan
+
+        return plan.main([x for x in args[2:] if x != "--dry-run"])
     if args[:2] == ["experiment", "run"]:  # its own command line (what the DVC stages run), help included
         from nfvlab import stage
 

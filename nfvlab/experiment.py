@@ -541,7 +541,7 @@ def _adaptive_end(out: adaptive.Outcome, rec: RecordWriter, bar: Progress) -> No
 #: forbids it; tests/test_pipeline.py checks this list against the measurement stages' code).
 #: An edit there neither re-measures nor stops an interrupted run from resuming.
 ANALYSING = ("analysis.py", "analysis_cni.py", "experiments/", "plots/", "report/", "notebook.py",
-             "notebook_run.py", "results.py", "latency.py", "stats.py", "reference.py")
+             "notebook_run.py", "results.py", "latency.py", "stats.py", "reference.py", "plan.py", "paired.py")
 # (nfvlab/claims.py, adaptive.py and claimsets.py are not in it: an adaptive run's claims decide what
 # is measured.)
 

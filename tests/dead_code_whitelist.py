@@ -22,6 +22,7 @@ _._unique_fractions
 _._unique_mtus
 _._mtus_fit
 _._density_switch
+_._frame_sizes_of_this_lab
 _._one  # K8sPlacement: node or node_labels
 _._not_empty  # CniExperimentParams
 _._seconds_number  # AdaptiveParams
