@@ -5,7 +5,8 @@ test hook ``--inject-stall-ms M --inject-stall-at-s T`` stops the loop for M ms
 at T s into the trial: a stall of known size, independent of the VM's own
 scheduling. The VM may add stalls of its own (20-30 ms), so the assertions
 bound the measured stall from below by what was injected and never rely on
-the VM keeping quiet.
+the VM keeping quiet; a trial that must stay valid is repeated when its own
+report shows the host spoiled it (``conftest.until_unspoiled``).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dataclasses import asdict
 
 import pytest
 import test_gen_binary as tgb
-from test_gen_binary import run, run_gen, stream
+from test_gen_binary import clean_gen, run, run_gen, stream
 
 from nfvlab.traffic.embedded import tx_object
 from nfvlab.traffic.embedded.generator import schedule
@@ -32,7 +33,7 @@ def test_an_injected_stall_is_measured_and_makes_the_trial_invalid(gen, count, x
     a, b = pair
     if path == "xdp":
         run("ip", "netns", "exec", b.ns, "ethtool", "-K", b.ifname, "gro", "on")  # veth NAPI for XDP frames
-    out, _ = run_gen(gen, "--duration-s", "0.8", "--latency-pps", "100", *count, *(xdp if path == "xdp" else []),
+    out = run_gen(gen, "--duration-s", "0.8", "--latency-pps", "100", *count, *(xdp if path == "xdp" else []),
                      "--inject-stall-ms", "60", "--inject-stall-at-s", "0.2", "--stream", stream(a, b, 20000))
     assert out["tx"] == path
     assert out["slip_budget_s"] == pytest.approx(0.008) and out["stall_threshold_s"] == pytest.approx(0.001)
@@ -44,19 +45,21 @@ def test_an_injected_stall_is_measured_and_makes_the_trial_invalid(gen, count, x
 
 @pytest.mark.parametrize("path", ["socket", "xdp"])
 def test_a_stall_that_outlasts_the_trial_is_counted_inside_its_window(gen, count, xdp, pair, path):
-    # 0.5 s at 20 kpps: the window ends at 0.5 s + the 5 ms budget. A 60 ms stall from 0.47 s ends
-    # after it: its 35 ms inside the window count (the frames due then are never sent), so the trial
+    # 0.5 s at 20 kpps: the window ends at 0.5 s + the 5 ms budget. A 150 ms stall from 0.4 s ends
+    # after it: its 105 ms inside the window count (the frames due then are never sent), so the trial
     # is invalid rather than a valid trial with the tail lost (seen: 3917 of 4000 sent, ruled valid).
     a, b = pair
     if path == "xdp":
         run("ip", "netns", "exec", b.ns, "ethtool", "-K", b.ifname, "gro", "on")  # veth NAPI for XDP frames
     # (probes on: on the XDP path the probe loop is what requests the injected stall)
-    out, _ = run_gen(gen, "--duration-s", "0.5", "--latency-pps", "100", *count, *(xdp if path == "xdp" else []),
-                     "--inject-stall-ms", "60", "--inject-stall-at-s", "0.47", "--stream", stream(a, b, 20000))
+    out = run_gen(gen, "--duration-s", "0.5", "--latency-pps", "100", *count, *(xdp if path == "xdp" else []),
+                  "--inject-stall-ms", "150", "--inject-stall-at-s", "0.4", "--stream", stream(a, b, 20000))
     assert out["tx"] == path
     assert out["slip_budget_s"] == pytest.approx(0.005)
-    # at least the injected stall's part inside the window (0.505 - 0.47 s), never past the window
-    assert 0.034 <= out["stall_max_s"] <= 0.505, out
+    # The injected stall's part inside the window (0.505 - 0.4 s) counts: a host that delayed the
+    # injection (inside a send, where no stall is counted) shortens it by that delay, hence the
+    # margin. No stall counts past the window.
+    assert out["stall_total_s"] >= 0.034 and out["stall_max_s"] <= 0.505, out
     (st,) = out["streams"]
     assert st["sent"] < st["intended"], st  # the tail due during the stall was not sent
     sched = schedule(out)
@@ -70,8 +73,8 @@ def test_the_xdp_loops_softirq_gaps_are_short_and_an_injected_stall_is_never_one
     (End to end, on a tbf path at twice its capacity: tests/test_calibrate.py.)"""
     a, b = pair
     run("ip", "netns", "exec", b.ns, "ethtool", "-K", b.ifname, "gro", "on")  # veth NAPI for XDP frames
-    out, _ = run_gen(gen, "--duration-s", "0.5", "--latency-pps", "100", *count, *xdp,
-                     "--inject-stall-ms", "30", "--inject-stall-at-s", "0.2", "--stream", stream(a, b, 20000))
+    out = run_gen(gen, "--duration-s", "0.5", "--latency-pps", "100", *count, *xdp,
+                  "--inject-stall-ms", "30", "--inject-stall-at-s", "0.2", "--stream", stream(a, b, 20000))
     gaps, gap_s = out["softirq_gaps"], out["softirq_gap_s"]
     assert 0.001 * gaps <= gap_s <= 0.005 * gaps, out  # each one between the stall threshold and 5 ms
     assert out["stall_max_s"] >= 0.029, out  # the injected 30 ms: a stall, never softirq work
@@ -127,16 +130,16 @@ def test_a_search_bounded_by_an_xdp_shortfall_is_generator_limited():
 
 def test_a_stall_within_the_slip_budget_leaves_the_trial_valid(gen, count, pair):
     # 3 s at 10 kpps: a 30 ms budget. 5 ms injected is absorbed by slipping; the frames keep their
-    # spacing and all arrive. (The VM's own stalls may add to it: the rule is checked, not luck.)
+    # spacing and all arrive. The VM's own stalls may add to it beyond the budget: that trial is
+    # spoiled and repeated (the rule itself is checked on whichever trial counts).
     a, b = pair
-    out, _ = run_gen(gen, "--duration-s", "3", "--latency-pps", "0", *count, "--inject-stall-ms", "5",
-                     "--inject-stall-at-s", "1", "--stream", stream(a, b, 10000), timeout=20)
+    out, _ = clean_gen(gen, "--duration-s", "3", "--latency-pps", "0", *count, "--inject-stall-ms", "5",
+                       "--inject-stall-at-s", "1", "--stream", stream(a, b, 10000))
     (s,) = out["streams"]
     assert out["stall_total_s"] >= 0.0049
     sched = schedule(out)
-    assert (sched.fault is None) == (out["stall_total_s"] <= 0.03)
-    if sched.fault is None:
-        assert s["sent"] == s["received"] == s["intended"] == 30000
+    assert sched.fault is None and out["stall_total_s"] <= 0.03
+    assert s["sent"] == s["received"] == s["intended"] == 30000
 
 
 def test_backpressure_is_loss_not_a_stall(gen, count, pair):
@@ -146,12 +149,16 @@ def test_backpressure_is_loss_not_a_stall(gen, count, pair):
     # tbf at 5 kpps of 64 B frames, a deep queue: the socket's buffer fills and sends block.
     run("ip", "netns", "exec", a.ns, "tc", "qdisc", "add", "dev", a.ifname, "root", "tbf",
         "rate", "2400kbit", "burst", "1600", "limit", "1000000")
-    out, _ = run_gen(gen, "--duration-s", "1", "--latency-pps", "0", *count, "--stream", stream(a, b, 20000))
+    # Blocked for most of the second, the sender still counts as on schedule: the trial is valid
+    # unless the host stalled it beyond the slip budget (its own stalls, spoiling it: repeated).
+    # Were the blocked time counted, every try would be invalid and the test fail.
+    out, _ = clean_gen(gen, "--duration-s", "1", "--latency-pps", "0", *count, "--stream", stream(a, b, 20000),
+                       spoiled=lambda o: schedule(o).fault)
     (s,) = out["streams"]
     assert s["sent"] <= 0.35 * s["intended"]  # held back to about a quarter
-    # Blocked for most of the second, yet stalls are what the VM took, far below the blocked time.
-    assert out["stall_total_s"] < 0.3, out
-    assert (schedule(out).fault is None) == (out["stall_total_s"] <= out["slip_budget_s"])
+    assert s["send_errors"] == 0  # held back, not refused
+    # Stalls within the 10 ms budget, the ~0.75 s the sends were blocked not among them.
+    assert out["stall_total_s"] <= out["slip_budget_s"] and schedule(out).fault is None, out
 
 
 @pytest.mark.parametrize("case, message", [
