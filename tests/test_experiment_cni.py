@@ -3,7 +3,7 @@ data paths realized through the lab-backend seam (real runs on the embedded CNI 
 lab's one-line reasons), the shared runner's records and resume (nfvlab.experiment).
 
 The lab tests run the real tools (iperf3, nginx, wrk) on real namespaces under the host lock and
-insist on no residue afterwards (test_labs_cni.cni_residue).
+insist on no residue afterwards (test_labs_cni.locked_cni_residue, read under the host lock).
 """
 import json
 import os
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import NO_RESIDUE, REPO
 from support.adaptive_run import check_added_and_outcome
-from test_labs_cni import cni_residue
+from test_labs_cni import locked_cni_residue
 
 from nfvlab import experiment as X
 from nfvlab import params as P
@@ -103,10 +103,10 @@ def test_a_records_path_that_is_a_directory_is_refused_before_the_lab(tmp_path):
 
 @pytest.mark.lab
 def test_a_tiny_grid_records_every_tool_run_with_labels_and_ipip_as_not_realizable(tmp_path, clean_host, capsys):
-    assert cni_residue() == NO_RESIDUE
+    assert locked_cni_residue() == NO_RESIDUE
     records = tmp_path / "e.jsonl"
     run_id = X.run_experiment(_load(_params(tmp_path)), records, source="e.yaml")
-    assert cni_residue() == NO_RESIDUE
+    assert locked_cni_residue() == NO_RESIDUE
     recs = read_records(records)
     assert [r["type"] for r in recs] == ["run", "note", *["measurement"] * 4, "end"]
     run, note, end = recs[0], recs[1], recs[-1]
@@ -150,7 +150,7 @@ def test_an_interrupted_run_resumes_under_its_id_and_measures_only_what_it_lacks
     monkeypatch.delenv("NFVLAB_FRESH_RUN", raising=False)
     with pytest.raises(KeyboardInterrupt):
         X.run_experiment(exp, records, progress=False)
-    assert cni_residue() == NO_RESIDUE
+    assert locked_cni_residue() == NO_RESIDUE
     first = runs_frame(records)
     assert list(first["status"]) == ["interrupted"] and list(first["measurements"]) == [2]
     calls.clear()
@@ -163,7 +163,7 @@ def test_an_interrupted_run_resumes_under_its_id_and_measures_only_what_it_lacks
     # Completed now: the same params again make a fresh run.
     monkeypatch.setenv("NFVLAB_FRESH_RUN", "1")
     assert X.interrupted_run(records, read_records(records)[0]["params"]["fingerprint"], X.TOOL_RUN_DONE) is None
-    assert cni_residue() == NO_RESIDUE
+    assert locked_cni_residue() == NO_RESIDUE
 
 
 def test_segmentation_offload_label_follows_the_params(tmp_path):
@@ -202,7 +202,7 @@ def test_the_notebook_runs_a_tiny_grid_and_ends_with_tables_figures_and_claims(t
         assert heading in text, heading
     assert text.index("### not realizable") < text.index("### claims")
     assert "the kernel cannot create ipip devices" in text
-    assert cni_residue() == NO_RESIDUE
+    assert locked_cni_residue() == NO_RESIDUE
 
 
 def test_the_notebook_refuses_a_bad_grid_in_one_line_before_any_lab(tmp_path):
@@ -389,7 +389,7 @@ def test_an_adaptive_run_adds_labelled_repetitions_within_its_plan_and_ends_with
                         adaptive={"max_repetitions": 3, "step": 1, "seconds": 30}))
     records = tmp_path / "e.jsonl"
     X.run_experiment(exp, records)
-    assert cni_residue() == NO_RESIDUE
+    assert locked_cni_residue() == NO_RESIDUE
     recs = read_records(records)
     check_added_and_outcome(recs, "measurement", 4, 2)
     assert recs[0]["params"]["adaptive"] == {"max_repetitions": 3, "step": 1, "seconds": 30.0}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GIT_ENV
+from conftest import GIT_ENV, stop_process_tree
 from test_pipeline import locked_copy
 
 pytestmark = pytest.mark.timeout(600)  # ~25 s on 2 shared CPUs; the server is stopped either way
@@ -57,19 +57,27 @@ class Lab:
         # jupytext's server extension, stays in).
         env = {**GIT_ENV, "JUPYTER_CONFIG_DIR": str(log.parent / "config"),
                "JUPYTER_RUNTIME_DIR": str(log.parent / "runtime")}
+        # A session of its own, ended with everything it started by stop() (the module's fixture
+        # calls it whatever the tests assert; a start that fails ends it here).
         self.proc = subprocess.Popen(
             [str(BIN / "jupyter-lab"), "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
              "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}", f"--notebook-dir={root_dir}",
              *(["--allow-root"] if os.geteuid() == 0 else [])],
             cwd=root_dir, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
-        deadline = time.monotonic() + STARTUP_S
+        try:
+            self._wait_ready(log)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, log: Path) -> None:
+        deadline = time.monotonic() + STARTUP_S  # a give-up guard, not a bound on the start-up
         while True:
             try:
                 self.request("GET", "/api/status")
                 return
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
                     raise RuntimeError(f"jupyter lab did not start: {log.read_text()[-2000:]}") from None
                 time.sleep(0.5)
 
@@ -82,13 +90,8 @@ class Lab:
             return json.loads(r.read() or b"null")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        """End the server and everything it started (its kernels, if any): SIGTERM, then SIGKILL."""
+        stop_process_tree(self.proc, grace_s=20)
         self.log.close()
 
 

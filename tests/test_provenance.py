@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -28,11 +27,10 @@ def _git(repo: Path, *args: str) -> str:
                           text=True, env=env).stdout.strip()
 
 
-def test_collect_is_fast_json_ready_and_keeps_params():
+def test_collect_is_json_ready_and_keeps_params():
+    # (How long collect() takes, against its 1 s target: bench/accuracy.py.)
     params = {"frame_size": 64, "rates": [1, 2]}
-    t0 = time.monotonic()
     prov = collect(params)
-    assert time.monotonic() - t0 < 1.0
     assert prov["params"] == params
     assert json.loads(json.dumps(prov)) == prov
     assert collect()["params"] is None

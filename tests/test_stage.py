@@ -15,7 +15,9 @@ from conftest import REPO, nfvlab_cli
 from nfvlab import results
 from nfvlab.records import read_records, runs_frame, trials_frame
 
+# One frame size on either lab kind (the profile's frame_sizes_by_lab names sizes this grid has not).
 TINY = {"models": ["host-routing", "sriov"], "repetitions": 1, "adaptive": None, "traffic": {"frame_sizes": [256]},
+        "frame_sizes_by_lab": {},
         "trial": {"duration_s": 0.3}, "latency_load_fractions": [0.0],
         "search": {"method": "rfc2544", "ndr": True, "pdr_loss_ratio": None, "relative_width": 0.2, "min_rate_pps": 2000, "max_rate_pps": 10000,
                    "final_trial_duration_s": 0.3, "initial_trial_duration_s": 0.3, "duration_sum_s": 0.3}}

@@ -1,4 +1,4 @@
-"""iperf3 and wrk (nfvlab.traffic.tcp): parsers on recorded tool output, a known-answer TCP goodput.
+"""iperf3 and wrk (nfvlab.traffic.tcp): parsers on recorded tool output, TCP goodput never above a shaped rate.
 
 tests/data/ holds real output captured on this host (iperf 3.12, wrk 4.1 from Debian 12):
 ``iperf3-tbf200m-P2-t2.json`` (2 streams, 2 s, node1 -> pod2 over a 200 Mbit/s tbf-shaped link),
@@ -67,34 +67,47 @@ def test_results_frame_is_tidy_labels_then_result_fields():
     assert df["goodput_bps"].sum() == pytest.approx(3 * r.goodput_bps)
 
 
-# -- known answer on a real data path ------------------------------------------------------------
+# -- a one-sided bound on a real data path ------------------------------------------------------
 
 RATE_BPS = 200e6
+DURATION_S = 2
+#: tbf's bucket on the shaped link (CniLab.shape_link's default): what may pass above the rate, once.
+BUCKET_BYTES = 32_768
+#: The receiver's interval may start after the first bytes arrived (its thread stalled: they wait in
+#: the socket buffer) and so count them over less time: 1 % of 2 s is a 20 ms head start at the rate.
+EDGE = 0.01
+
+
+def shaped_goodput_bps(payload_bytes: int) -> float:
+    """TCP payload per second through a link tbf shapes to RATE_BPS of 1514 B frames (the qdisc
+    counts each frame as it sees it: IP packet + 14 B Ethernet header, no FCS or preamble)."""
+    return RATE_BPS * payload_bytes / 1514
 
 
 @pytest.mark.lab
 @pytest.mark.parametrize("data_path, payload_bytes", [
-    # tbf counts each frame as the qdisc sees it: IP packet + 14 B Ethernet header (no FCS, preamble).
     # direct @1500: a full segment is 1500 - 20 IP - 20 TCP - 12 timestamps = 1448 B in 1514 B.
     ("direct", 1448),
     # vxlan @1500: the pod MTU is 1450, so 1398 B of payload per 1450 + 14 + 50 = 1514 B on the link.
     ("vxlan", 1398),
 ])
-def test_tbf_shaped_link_gives_the_expected_tcp_goodput(clean_host, data_path, payload_bytes):
-    """Goodput within -3 %..+1 % of rate x payload / frame.
+def test_tcp_goodput_through_a_tbf_shaped_link_is_never_above_what_the_shaper_passes(clean_host, data_path,
+                                                                                    payload_bytes):
+    """Goodput at most rate x payload / frame, plus the bucket's one burst and an interval edge.
 
-    Below: slow start and the handshake inside a 2 s run (at 200 Mbit/s and a sub-millisecond RTT the
-    window fills in milliseconds); above: only the bucket's 32 kB burst (0.07 % of 2 s) and interval
-    edges. Nine runs at load average 3.4 measured 0.998..1.0002. The band is narrower than the 3.5 %
-    between the two cases, so a path that lost (or gained) VXLAN's 50 B per packet fails.
+    How close below it the goodput comes (slow start, the host's stalls) is a benchmark figure:
+    bench/accuracy.py. The bound is one-sided, and under the 3.5 % between the two cases: a VXLAN
+    path that dropped its 50 B per packet of overhead (or a shaper that passed more) fails.
     """
     from nfvlab.labs.embedded.cni import CniLab
     from nfvlab.scenario.cni import CniPath, IperfParams
     from nfvlab.traffic.tcp import run_iperf3
 
-    expected_bps = RATE_BPS * payload_bytes / 1514
     with CniLab(CniPath(data_path, 1500)) as lab:
-        lab.shape_link(RATE_BPS)
+        lab.shape_link(RATE_BPS, burst_bytes=BUCKET_BYTES)
         r = run_iperf3(lab, server_ns=lab.ns("pod2"), server_ip=lab.address("pod2"), client_ns=lab.ns("node1"),
-                       params=IperfParams(parallel_streams=2, duration_s=2))
-    assert 0.97 * expected_bps <= r.goodput_bps <= 1.01 * expected_bps, (r, expected_bps)
+                       params=IperfParams(parallel_streams=2, duration_s=DURATION_S))
+    assert r.parallel_streams == 2 and r.received_bytes > 0
+    assert r.goodput_bps == pytest.approx(r.received_bytes * 8 / r.duration_s, rel=1e-6)
+    ceiling_bps = shaped_goodput_bps(payload_bytes) * (1 + EDGE) + BUCKET_BYTES * 8 / r.duration_s
+    assert r.goodput_bps <= ceiling_bps, (r, ceiling_bps)
