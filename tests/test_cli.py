@@ -1,19 +1,29 @@
 """The nfvlab command line, run as a user would (subprocess, real lab)."""
+import inspect
+import itertools
 import json
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from conftest import NO_RESIDUE, REPO, lab_residue, nfvlab_cli
+from conftest import NO_RESIDUE, REPO, host_spoiled, lab_residue, nfvlab_cli, until_unspoiled
 
-from nfvlab.trial import invalid_repeat_pause_s
+from nfvlab.system.hostlock import HostLock
+from nfvlab.traffic.embedded import EmbeddedGenerator
+from nfvlab.trial import TrialResult
 
 pytestmark = pytest.mark.lab
 
 TRIAL = ["trial", "--model", "linux-bridge", "--frame-size", "64", "--rate-pps", "1000", "--duration-s", "0.2"]
+
+
+def residue() -> dict:
+    """What labs left on this host, read under the host lock: a lab of another process (it holds the
+    lock while it lives) is not mistaken for one this test's command left."""
+    with HostLock("test_cli: residue check"):
+        return lab_residue()
 
 
 def with_arg(args, key, value):
@@ -54,7 +64,7 @@ def test_bad_input_is_one_line_before_any_lab_resource(clean_host, args, expect)
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr
     assert expect in lines[0]
-    assert lab_residue() == NO_RESIDUE
+    assert residue() == NO_RESIDUE
 
 
 def test_non_root_is_told_to_use_root(clean_host):
@@ -64,7 +74,7 @@ def test_non_root_is_told_to_use_root(clean_host):
         pytest.skip("the unprivileged user cannot run this venv's python")
     assert out.returncode == 2
     assert "needs root" in out.stderr.strip().splitlines()[-1]
-    assert lab_residue() == NO_RESIDUE
+    assert residue() == NO_RESIDUE
 
 
 def test_lab_models_json_lists_every_model_with_section_and_realizability():
@@ -76,43 +86,42 @@ def test_lab_models_json_lists_every_model_with_section_and_realizability():
     assert {"4.1.1", "4.1.2", "4.1.3", "4.1.4", "4.1.5"} <= {r["section"] for r in rows}
 
 
-def test_sigusr1_prints_the_stacks_of_a_running_command():
+def test_sigusr1_prints_the_stacks_of_a_running_command(spawn):
     """A command that seems stuck can be asked where it is (CI once saw a trial start no
     generator for 30 s): SIGUSR1 prints every thread's stack on stderr and the command goes on."""
     code = ("import sys, time; from nfvlab import cli\n"
             "def stuck(a):\n print('busy', flush=True); time.sleep(60)\n"
             "cli.cmd_lab = stuck; sys.argv = ['nfvlab', 'lab', 'models']; sys.exit(cli.main())")
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, cwd=REPO)
-    try:
-        assert p.stdout.readline().strip() == "busy"
-        p.send_signal(signal.SIGUSR1)
-        dump = [p.stderr.readline() for _ in range(3)]
-        assert p.poll() is None  # still running
-    finally:
-        p.kill()
-        p.communicate()
+    p = spawn([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    assert p.stdout.readline().strip() == "busy"
+    p.send_signal(signal.SIGUSR1)
+    dump = [p.stderr.readline() for _ in range(3)]
+    assert p.poll() is None  # still running
     assert "most recent call first" in dump[0] and any("in stuck" in line for line in dump), dump
 
 
+def json_spoiled(d: dict):
+    """:func:`conftest.host_spoiled` over a trial's ``--json`` output (``TrialResult.to_dict()``)."""
+    return host_spoiled(TrialResult.from_dict(d))
+
+
 def test_trial_json_reports_counts_and_latency_per_direction(clean_host, tmp_path):
-    # A trial the generator could not send on schedule (a host stall beyond its slip budget) says
-    # so and is not a measurement, and one whose tail the deadline dropped (the host held the sender
-    # up) is no exact count: asked again, spaced as a search spaces them, up to a few times. The
-    # socket TX path: its thread sleeps between frames, while the XDP loop, which never does, met the
-    # deferred work of a lab just built on its CPU in ten trials of ten (session 20, stalls of 26 ms).
+    # The socket TX path: its thread sleeps between frames, while the XDP loop, which never does,
+    # meets the deferred work of a lab just built on its CPU (stalls of ~26 ms) trial after trial.
     profile = tmp_path / "lab.yaml"
     profile.write_text("kind: embedded\ngenerator: {kind: embedded, cpu: 0, tx: socket}\n")
-    for attempt in range(10):  # CI once saw 5 invalid in a row (stalls of ~40 ms)
-        if attempt:
-            time.sleep(invalid_repeat_pause_s(attempt))
-        rec = tmp_path / f"raw{attempt}.jsonl"
+    n = itertools.count()
+
+    def attempt():
+        rec = tmp_path / f"raw{next(n)}.jsonl"  # each try its own record: the judged one is read
         out = nfvlab_cli("trial", "--lab-profile", str(profile), "--model", "host-routing", "--frame-size",
                          "256", "--rate-pps", "3000", "--duration-s", "1", "--json", "--records", str(rec),
                          check=True)
-        d = json.loads(out.stdout)
-        if d["valid"] and all(x["sent_packets"] == x["intended_packets"] for x in d["directions"]):
-            break
+        return json.loads(out.stdout), rec
+
+    # Exact counts are asked of a trial the host let the generator send whole.
+    d, rec = until_unspoiled(attempt, lambda got: json_spoiled(got[0]),
+                             what="nfvlab trial --json (host-routing, 3000 pps)")
     assert d["valid"] and d["invalid_reason"] is None, d["invalid_reason"]
     assert len(d["directions"]) == 2
     for x in d["directions"]:
@@ -150,12 +159,16 @@ def external_dut():
     for dev in ("da", "db"):
         sh("ip", "-n", dut, "link", "set", dev, "master", "br0")
         # 20 kpps of 64 B frames (60 B on a veth), shaped like nfvlab's own known-capacity
-        # path: 64 frames of bucket (absorbs scheduler hiccups) + 64 of queue. Frames still
-        # queued when traffic stops are forwarded too: NDR <= capacity + 128 / duration.
+        # path: a bucket of BUCKET_FRAMES (absorbs scheduler hiccups), a queue of QUEUE_FRAMES.
         sh("ip", "netns", "exec", dut, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
-           "rate", str(20000 * 60 * 8), "burst", str(64 * 60), "limit", str(128 * 60))
+           "rate", str(20000 * 60 * 8), "burst", str(BUCKET_FRAMES * 60), "limit", str(QUEUE_FRAMES * 60))
     yield f"{a}:pa", f"{b}:pb", 20000
     cleanup()
+
+
+#: The external DUT's tbf, in 64 B frames: the bucket of tokens it starts with (it stores no more,
+#: however long it waits) and the queue it holds.
+BUCKET_FRAMES, QUEUE_FRAMES = 64, 128
 
 
 def test_frame_above_the_external_ports_mtu_is_rejected(clean_host, external_dut):
@@ -171,14 +184,28 @@ def test_search_on_external_ports_prints_ndr_json(clean_host, external_dut):
                      "--method", "rfc2544", "--max-rate-pps", str(2 * capacity), "--min-rate-pps", "2000",
                      "--relative-width", "0.01", "--duration-s", "0.5", "--json", check=True, timeout=180)
     d = json.loads(out.stdout)
-    assert d["ndr_pps"] == pytest.approx(capacity, rel=0.05)
     # The JSON lists every trial; invalid ones (the generator off schedule) are counted apart.
     valid = [t for t in d["trials"] if t["valid"]]
+    measured = [t for t in valid if t["kind"] == "trial"]
+    # Bisection: the NDR is the highest rate a valid trial forwarded without loss, and every valid
+    # trial that lost frames ran above it.
+    lossless = [t["rate_pps"] for t in measured if t["received_packets"] == t["intended_packets"]]
+    assert 2000 <= max(lossless) == d["ndr_pps"], d["ndr_pps"]
+    assert all(t["rate_pps"] > d["ndr_pps"] for t in measured if t["received_packets"] < t["intended_packets"])
+    # Never more than the path forwards, the NDR's trial included: a tbf sends a frame per token, and
+    # has at most its bucket plus the tokens its rate adds from the first frame to the end of the
+    # count (the time the traffic took, then the generator's settle time), whatever the host does.
+    # How close to the capacity the NDR comes is bench/measurement_core.py's figure (NDR / capacity
+    # of a tbf path).
+    settle_s = inspect.signature(EmbeddedGenerator).parameters["settle_ms"].default / 1000
+    for t in measured:
+        most = BUCKET_FRAMES + capacity * (t["extra"]["schedule"]["elapsed_s"] + settle_s)
+        assert all(x["received_packets"] <= most for x in t["directions"]), (t["rate_pps"], most, t["directions"])
     assert len(valid) == d["results"][0]["n_trials"] >= 3
     assert len(d["trials"]) - len(valid) == d["results"][0]["invalid_trials"]
     assert all(t["invalid_reason"] for t in d["trials"] if not t["valid"])
     assert all(t["directions"][0]["tx_port"] == pa for t in d["trials"])
-    assert lab_residue() == NO_RESIDUE  # external ports: no lab was built
+    assert residue() == NO_RESIDUE  # external ports: no lab was built
 
 
 @pytest.mark.parametrize("value", ["abc", "nan", "inf", "-1"])

@@ -6,6 +6,7 @@ process changes the host in between, and asserts that the host ends as it began.
 """
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -28,16 +29,15 @@ VF_IP = "198.18.252.2"
 HUGEPAGES = 4            # 2 MB pages reserved on the host for the node (given back at teardown)
 
 
-def _timing(name: str, seconds: float) -> None:
-    """Print a measured duration; also append it to $NFVLAB_K8S_TIMINGS (JSON lines) if set."""
-    print(f"TIMING {name} {seconds:.2f} s")
-    path = os.environ.get("NFVLAB_K8S_TIMINGS")
-    if path:
-        with open(path, "a") as fh:
-            fh.write(json.dumps({"name": name, "seconds": round(seconds, 3)}) + "\n")
+#: Give-up guards (seconds), far above what this host takes (bench/k8s_timing.py prints the figures:
+#: a pod Running in a few seconds, a cluster up in well under a minute): reaching one is a failure
+#: that says what it waited for, never a measured duration.
+POD_WAIT_S = 120
+CLUSTER_START_WAIT_S = 300
 
 
 def _wait(what, cond, timeout):
+    """Poll ``cond`` until it is true (returned); give up after ``timeout`` s with what it waited for."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -136,9 +136,8 @@ def test_nf_pod_two_interfaces_hugepages_exclusive_cpu_and_host_restored():
     hugepages = HUGEPAGES if host.HUGEPAGES_2M.exists() else 0
     with kc.host_lock("test_k8s_cluster: NF pod"):
         before = snap.host_snapshot()
-        t0 = time.monotonic()
         try:
-            _nf_pod_scenario(hugepages, t0)
+            _nf_pod_scenario(hugepages)
         finally:
             # Deleting the host-side peer removes the pair wherever the other end is.
             subprocess.run(["ip", "link", "del", VF_PEER], capture_output=True)
@@ -146,10 +145,9 @@ def test_nf_pod_two_interfaces_hugepages_exclusive_cpu_and_host_restored():
     _assert_host_unchanged(before, after)
 
 
-def _nf_pod_scenario(hugepages: int, t0: float) -> None:
+def _nf_pod_scenario(hugepages: int) -> None:
     from kubernetes import client
     with kc.LocalCluster(hugepages_2m=hugepages) as k8s:
-        _timing("cluster_start", time.monotonic() - t0)
         assert k8s.kubeconfig.is_file() and k8s.api_url == "https://127.0.0.1:6443"
         api = k8s.api_client()
         core = client.CoreV1Api(api)
@@ -188,12 +186,10 @@ def _nf_pod_scenario(hugepages: int, t0: float) -> None:
                 }],
             },
         }
-        t = time.monotonic()
         core.create_namespaced_pod(ns, pod)
         running = _wait("pod Running",
                         lambda: (p := core.read_namespaced_pod("nf", ns)).status.phase == "Running" and p,
-                        60)
-        _timing("pod_create_to_running", time.monotonic() - t)
+                        POD_WAIT_S)
         assert running.status.qos_class == "Guaranteed"
         assert running.status.pod_ip.startswith("198.18.250.")
 
@@ -226,17 +222,12 @@ def _nf_pod_scenario(hugepages: int, t0: float) -> None:
                       "hugetlb.2MB.limit_in_bytes")
             assert int(hl.read_text()) == 2 * 1024 * 1024, hl
 
-        t = time.monotonic()
         core.delete_namespaced_pod("nf", ns)
-        _wait("pod gone", lambda: _gone(lambda: core.read_namespaced_pod("nf", ns)), 60)
+        _wait("pod gone", lambda: _gone(lambda: core.read_namespaced_pod("nf", ns)), POD_WAIT_S)
         _wait(f"{VF} back on the host", lambda: VF in host.link_names(), 30)
-        _timing("pod_delete_to_gone", time.monotonic() - t)
         assert _mac(VF) == vf_mac
         core.delete_namespace(ns)
-        _wait("namespace gone", lambda: _gone(lambda: core.read_namespace(ns)), 60)
-        t_stop = time.monotonic()
-    _timing("cluster_stop", time.monotonic() - t_stop)
-    _timing("cluster_start_internal", k8s.timings["start_s"])
+        _wait("namespace gone", lambda: _gone(lambda: core.read_namespace(ns)), POD_WAIT_S)
 
 
 def test_teardown_on_error_deletes_pods_first_and_restores_host():
@@ -266,7 +257,7 @@ def test_teardown_on_error_deletes_pods_first_and_restores_host():
                                "name": "nf", "image": kc.images()["nf"]["name"], "imagePullPolicy": "Never"}]}}
                     core.create_namespaced_pod("default", pod)
                     _wait("pod Running", lambda: core.read_namespaced_pod(
-                        "left-running", "default").status.phase == "Running", 60)
+                        "left-running", "default").status.phase == "Running", POD_WAIT_S)
                     assert VF not in host.link_names()
                     1 / 0
             assert VF in host.link_names(), "the host-device link did not come back at teardown"
@@ -286,34 +277,49 @@ pod = {{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "victim"}},
        "spec": {{"terminationGracePeriodSeconds": 2, "containers": [{{"name": "nf",
                 "image": kc.images()["nf"]["name"], "imagePullPolicy": "Never"}}]}}}}
 k8s.request("POST", "/api/v1/namespaces/default/pods", pod)
-deadline = time.monotonic() + 60
+deadline = time.monotonic() + {pod_wait}
 while (k8s.request("GET", "/api/v1/namespaces/default/pods/victim") or {{}}).get("status", {{}}).get("phase") != "Running":
-    assert time.monotonic() < deadline, "pod not Running"
+    assert time.monotonic() < deadline, "pod not Running after {pod_wait} s"
     time.sleep(0.1)
 print("READY", flush=True)
 time.sleep(3600)
 """
 
 
+def _read_until(proc, marker: str, timeout: float) -> list[str]:
+    """Lines of ``proc``'s stdout (a pipe, read unbuffered) up to the line ``marker`` (included), or
+    all it wrote when it ends or ``timeout`` s pass without it: a give-up guard that holds even if
+    the process goes silent."""
+    fd, data = proc.stdout.fileno(), b""
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0 and select.select([fd], [], [], left)[0]:
+        chunk = os.read(fd, 65536)
+        if not chunk:  # it ended
+            break
+        data += chunk
+        lines = data.decode(errors="replace").splitlines()
+        if marker in lines:
+            return lines[:lines.index(marker) + 1]
+    return data.decode(errors="replace").splitlines()
+
+
 @pytest.mark.parametrize("what", ["driver", "everything"])
-def test_kill_9_then_clean_leftovers(what):
+def test_kill_9_then_clean_leftovers(what, spawn):
     """kill -9 the process driving a cluster (with a running pod), or that process and every
     cluster process (components, shims, containers): clean_leftovers() restores the host."""
     require_cluster()
     hugepages = 2 if host.HUGEPAGES_2M.exists() else 0
     with kc.host_lock(f"test_k8s_cluster: kill -9 {what}"):
         before = snap.host_snapshot()
-        child = subprocess.Popen(
-            [sys.executable, "-c", CHILD.format(tests=str(TESTS_DIR), hugepages=hugepages)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        # Its own session (spawn): the cluster's components, started by the child, outlive it.
+        child = spawn([sys.executable, "-c", CHILD.format(tests=str(TESTS_DIR), hugepages=hugepages,
+                                                          pod_wait=POD_WAIT_S)],
+                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
-            out = []
-            deadline = time.monotonic() + 150
-            for line in child.stdout:
-                out.append(line)
-                if line.strip() == "READY" or time.monotonic() > deadline:
-                    break
-            assert out and out[-1].strip() == "READY", "child cluster did not start:\n" + "".join(out[-40:])
+            out = _read_until(child, "READY", CLUSTER_START_WAIT_S)
+            assert out and out[-1] == "READY", (
+                f"child cluster not started with a Running pod after {CLUSTER_START_WAIT_S} s (or it ended):\n"
+                + "\n".join(out[-40:]))
             st = json.loads(kc.state_file().read_text())
             live = teardown._processes_of(st["cluster_dir"])
             comms = {c for _, c in snap.component_processes()}
@@ -333,9 +339,7 @@ def test_kill_9_then_clean_leftovers(what):
                 assert teardown._processes_of(st["cluster_dir"]), "components should outlive their driver"
             assert kc.state_file().exists()
 
-            t = time.monotonic()
             assert kc.clean_leftovers() is True
-            _timing(f"clean_leftovers_after_kill_{what}", time.monotonic() - t)
             assert kc.clean_leftovers() is False      # nothing left to do the second time
         finally:
             if child.poll() is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import NO_RESIDUE, REPO, clean_trial, lab_residue, nfvlab_cli
+from conftest import NO_RESIDUE, REPO, clean_trial, host_spoiled, lab_residue, nfvlab_cli, until_unspoiled
 from nfvlab import params as P
 from nfvlab.labs import LabError
 from nfvlab.labs.kubernetes import backend as kb
@@ -28,6 +28,7 @@ from nfvlab.labs.kubernetes.pods import why_not_ready
 from nfvlab.scenario import DensityCell, Resources, Scenario
 from nfvlab.system import netns as nl
 from nfvlab.system.hostlock import HostLock
+from nfvlab.trial import TrialResult
 
 NICS = ["nfvkn0", "nfvkn1"]
 
@@ -664,7 +665,8 @@ def test_a_trial_through_a_kubernetes_pod_counts_exactly(cluster, clean_host, mo
         assert d.intended_packets == d.sent_packets == d.received_packets == 4000, d
         assert d.latency.probes_received == d.latency.probes_sent > 0
     assert info["placement"] == {"pod1": cluster.node_name} and info["qos_class"] == "Burstable"
-    assert 0 < info["pod_create_to_interfaces_s"] <= info["pod_create_to_ready_s"] < 30
+    # (how long it takes is bench/k8s_timing.py's figure; the lab gives up after ready_timeout_s)
+    assert 0 < info["pod_create_to_interfaces_s"] <= info["pod_create_to_ready_s"]
     assert info["nads"][0]["type"] == render.CNI_OF[model]
     assert info["teardown_s"] > 0
     if model == "host-routing":  # the node routed: its NIC ports are the generator's gateways
@@ -681,13 +683,16 @@ def test_a_trial_through_a_kubernetes_pod_counts_exactly(cluster, clean_host, mo
 
 def _user_space_residue(run_id: str) -> list[str]:
     """What a user-space run may leave on the node (this host): its sockets' directory, the local
-    vSwitch's files, its processes."""
-    left = [str(p) for p in Path(P.KubernetesParams.model_fields["vhost_dir"].default).glob(f"{run_id}*")]
-    ovs_run = Path(userspace.OVS_RUNDIR)
-    left += [str(p) for p in ovs_run.iterdir()] if ovs_run.exists() else []
-    out = subprocess.run(["pgrep", "-af", "ovs-vswitchd|ovsdb-server|dpdk-testpmd"], capture_output=True, text=True)
-    left += [f"link {t}" for t in userspace.ovs_taps(_kparams())
-             if nl.link_exists(None, t)]  # OVS's persistent taps
+    vSwitch's files, its processes. Read under the host lock: an embedded lab of another process
+    (its own OVS-DPDK and testpmd; it holds the lock while it lives) is not this run's residue."""
+    with HostLock("test_labs_kubernetes: user-space residue check"):
+        left = [str(p) for p in Path(P.KubernetesParams.model_fields["vhost_dir"].default).glob(f"{run_id}*")]
+        ovs_run = Path(userspace.OVS_RUNDIR)
+        left += [str(p) for p in ovs_run.iterdir()] if ovs_run.exists() else []
+        out = subprocess.run(["pgrep", "-af", "ovs-vswitchd|ovsdb-server|dpdk-testpmd"], capture_output=True,
+                             text=True)
+        left += [f"link {t}" for t in userspace.ovs_taps(_kparams())
+                 if nl.link_exists(None, t)]  # OVS's persistent taps
     return left + [line for line in out.stdout.splitlines() if "pgrep" not in line]
 
 
@@ -718,7 +723,7 @@ def test_a_trial_through_the_drafts_dpdk_pods_on_the_node_vswitch_counts_exactly
     # one flow per direction per OVS link: NIC-pod-...-NIC, or only pod-pod (chain-combined)
     links = len(chain) + 1 if userspace.NIC_PORTS[model] else len(chain) - 1
     assert len(info["flows"]) == 2 * links and all(f.startswith("in_port=") for f in info["flows"])
-    assert 0 < info["vswitch"]["create_to_ready_s"] < 60
+    assert 0 < info["vswitch"]["create_to_ready_s"]
     assert all(0 < info["pods"][n]["create_to_ready_s"] and info["pods"][n]["delete_s"] > 0 for n in chain)
     if userspace.POD_PORTS[model] in ("vhostuser", "vpp-memif"):  # the Userspace CNI's
         assert {n["type"] for n in info["nads"]} >= {"userspace"}
@@ -814,11 +819,12 @@ def test_exclusive_pinning_is_a_guaranteed_pod_and_what_the_cluster_lacks_is_ref
 @pytest.mark.k8s
 def test_a_pod_that_cannot_start_fails_with_the_kubelets_reason_and_leaves_nothing(cluster, clean_host):
     backend = _lab(cluster, image="nfvlab.local/no-such-image:1")
-    t0 = time.monotonic()
+    # The lab gives up at the profile's readiness time-out and says why in the kubelet's words
+    # (how long the failure and its teardown take is bench/k8s_timing.py's figure).
     with pytest.raises(LabError, match="ErrImageNeverPull") as err:
         with backend.open(Scenario("macvlan")):
             pass
-    assert "\n" not in str(err.value) and time.monotonic() - t0 < 40
+    assert "\n" not in str(err.value) and "not Ready after 30 s" in str(err.value), str(err.value)
     _nothing_left(cluster)
 
 
@@ -838,12 +844,12 @@ with KubernetesLab(lab).open(Scenario({model!r})) as s:
 @pytest.mark.lab
 @pytest.mark.k8s
 @pytest.mark.parametrize("model", ["macvlan", "ovs-dpdk-vhost", "host-routing", "afxdp-cni"])
-def test_kill9_then_lab_clean_removes_the_namespace_and_the_host_links(cluster, clean_host, model):
+def test_kill9_then_lab_clean_removes_the_namespace_and_the_host_links(cluster, clean_host, spawn, model):
     # ovs-dpdk-vhost: also the node vSwitch pod, its files, its taps, the sockets' directory, the CNI's ports;
     # host-routing: the node's policy rules and forwarding sysctl; afxdp-cni: the NIC ports the CNI moved
     params = _lab_params(cluster).model_dump()
     code = KILLED.format(tests=str(REPO / "tests"), params=params, model=model)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    proc = spawn([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "up"
     assert len(_namespaces(cluster)) == 1
     proc.send_signal(signal.SIGKILL)
@@ -882,7 +888,7 @@ def _pod1_exists(k8s) -> bool:
 @pytest.mark.k8s
 @pytest.mark.parametrize("sig,when", [(signal.SIGTERM, "set-up"), (signal.SIGINT, "set-up"),
                                       (signal.SIGTERM, "wait"), (signal.SIGINT, "wait")])
-def test_a_signal_during_set_up_or_the_readiness_wait_tears_down_and_fails(cluster, clean_host, tmp_path,
+def test_a_signal_during_set_up_or_the_readiness_wait_tears_down_and_fails(cluster, clean_host, tmp_path, spawn,
                                                                           sig, when):
     """SIGTERM/SIGINT to `nfvlab trial` on the Kubernetes lab while it creates objects (the namespace
     exists) or waits for pod1 to be Ready: exit 130, one line, nothing left on the API server or the
@@ -895,8 +901,8 @@ def test_a_signal_during_set_up_or_the_readiness_wait_tears_down_and_fails(clust
     cmd = [str(REPO / ".venv/bin/nfvlab"), "trial", "--lab-profile", str(profile), "--model", "linux-bridge",
            "--rate-pps", "1000", "--duration-s", "0.5"]
     # faulthandler: a run that hangs is made to print where (SIGABRT) instead of being killed blind.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                            env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+    proc = spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                 env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     try:
         reached = _namespaces if when == "set-up" else _pod1_exists
         deadline = time.monotonic() + 60
@@ -963,22 +969,30 @@ def test_experiment_a_runs_on_the_kubernetes_lab_with_records_and_provenance(clu
     _nothing_left(cluster)
 
 
+def _cli_trial(profile, *args) -> dict:
+    """``nfvlab trial --json`` on the lab ``profile`` names, judged by its own record: exact counts
+    are asked of a trial the host let the generator send whole (each try builds and tears down the lab)."""
+    def attempt():
+        out = nfvlab_cli("trial", "--lab-profile", str(profile), *args, "--json", timeout=180)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    return until_unspoiled(attempt, lambda d: host_spoiled(TrialResult.from_dict(d)),
+                           what="nfvlab trial --json " + " ".join(args))
+
+
 @pytest.mark.lab
 @pytest.mark.k8s
 def test_the_cli_runs_a_trial_on_the_lab_a_profile_names(cluster, clean_host, tmp_path):
     profile = tmp_path / "lab.k8s.yaml"
     profile.write_text(yaml.safe_dump(_lab_params(cluster).model_dump(exclude_none=True)))
-    out = nfvlab_cli("trial", "--lab-profile", str(profile), "--model", "smartnic-direct", "--rate-pps", "3000",
-                     "--duration-s", "0.5", "--json", timeout=120)
-    assert out.returncode == 0, out.stderr
-    d = json.loads(out.stdout)
+    d = _cli_trial(profile, "--model", "smartnic-direct", "--rate-pps", "3000", "--duration-s", "0.5")
     assert [x["received_packets"] for x in d["directions"]] == [1500, 1500]
     assert d["extra"]["model"] == "smartnic-direct"
     # a 2-pod chain (csp 1x2 cell) from the command line, host-device at both ends
-    out = nfvlab_cli("trial", "--lab-profile", str(profile), "--model", "smartnic-direct", "--density", "csp:1x2",
-                     "--rate-pps", "3000", "--duration-s", "0.5", "--json", timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert [x["received_packets"] for x in json.loads(out.stdout)["directions"]] == [1500, 1500]
+    d = _cli_trial(profile, "--model", "smartnic-direct", "--density", "csp:1x2", "--rate-pps", "3000",
+                   "--duration-s", "0.5")
+    assert [x["received_packets"] for x in d["directions"]] == [1500, 1500]
     _nothing_left(cluster)
 
 
@@ -991,7 +1005,7 @@ SIM_ALLOCATABLE = {"cpu": "32", "memory": "128Gi", "pods": "110", "hugepages-2Mi
 
 
 @pytest.fixture
-def sim_node(cluster, tmp_path):
+def sim_node(cluster, tmp_path, spawn):
     """A kwok-simulated worker with SR-IOV VFs: the real scheduler places pods on it, kwok fakes them."""
     from kubernetes import client
 
@@ -1002,10 +1016,11 @@ def sim_node(cluster, tmp_path):
                stage / "pod/fast/pod-ready.yaml", stage / "pod/fast/pod-complete.yaml",
                stage / "pod/fast/pod-delete.yaml"]
     log = open(tmp_path / "kwok.log", "w")
-    proc = subprocess.Popen([str(kc.binaries_dir() / "bin" / "kwok"), f"--kubeconfig={cluster.kubeconfig}",
-                             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-                             "--cidr=198.18.200.0/24", "--node-ip=198.18.201.1",
-                             *[f"--config={c}" for c in configs]], stdout=log, stderr=subprocess.STDOUT)
+    # kwok is ended by spawn once the node is deleted, whatever the test or this set-up did.
+    spawn([str(kc.binaries_dir() / "bin" / "kwok"), f"--kubeconfig={cluster.kubeconfig}",
+           "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+           "--cidr=198.18.200.0/24", "--node-ip=198.18.201.1",
+           *[f"--config={c}" for c in configs]], stdout=log, stderr=subprocess.STDOUT)
     core = client.CoreV1Api(cluster.api_client())
     node = {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": SIM_NODE, "annotations": {"kwok.x-k8s.io/node": "fake"},
@@ -1014,23 +1029,22 @@ def sim_node(cluster, tmp_path):
             "status": {"capacity": SIM_ALLOCATABLE, "allocatable": SIM_ALLOCATABLE}}
     core.create_node(node)
     try:
-        for _ in range(300):
+        deadline = time.monotonic() + 60  # a give-up guard: Ready in seconds here
+        while True:
             n = core.read_node(SIM_NODE)
             conds = {c.type: c.status for c in n.status.conditions or []}
             # the node lifecycle controller lifts its not-ready taint a moment after Ready
             if conds.get("Ready") == "True" and not [t for t in n.spec.taints or []
                                                      if t.key.startswith("node.kubernetes.io/")]:
                 break
+            if time.monotonic() > deadline:
+                pytest.fail(f"kwok node not Ready after 60 s: {(tmp_path / 'kwok.log').read_text()[-500:]}")
             time.sleep(0.1)
-        else:
-            pytest.fail(f"kwok node not Ready: {(tmp_path / 'kwok.log').read_text()[-500:]}")
         yield core
     finally:
         for ns in _namespaces(cluster):
             core.delete_namespace(ns, grace_period_seconds=0)
         core.delete_node(SIM_NODE)
-        proc.terminate()
-        proc.wait(10)
         log.close()
 
 
@@ -1136,7 +1150,6 @@ def _label_node(core, node, labels):
 def test_pods_are_placed_by_node_labels_and_the_noisy_neighbour_joins_pod1_on_its_node(
         cluster, sim_node, clean_host):
     from nfvlab.traffic.embedded import EmbeddedGenerator
-    from nfvlab.trial import run_trial
 
     from nfvlab.labs.kubernetes import host_images
 
@@ -1152,7 +1165,7 @@ def test_pods_are_placed_by_node_labels_and_the_noisy_neighbour_joins_pod1_on_it
         assert [n["metadata"]["name"] for n in backend.nodes_for("pod1")] == [cluster.node_name]
         with backend.open(sc) as session:
             info = session.info
-            result = run_trial(EmbeddedGenerator(session.streams, latency_pps=100), 2000, 0.5, 128)
+            result = clean_trial(EmbeddedGenerator(session.streams, latency_pps=100), 2000, 0.5, 128)
         assert [d.received_packets for d in result.directions] == [1000, 1000]
         assert info["placement"] == {"pod1": cluster.node_name, "noisy": cluster.node_name}
         assert info["pods"]["pod1"]["node_selector"] == {"nfvlab.io/pool": "bench"}
