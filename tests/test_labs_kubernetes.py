@@ -1012,6 +1012,8 @@ def sim_node(cluster, tmp_path, spawn):
     from nfvlab.labs.kubernetes import local_cluster as kc
 
     stage = kc.binaries_dir() / "bin" / "kwok-stage"
+    if not (kc.binaries_dir() / "bin" / "kwok").exists() or not stage.is_dir():
+        pytest.skip("kwok is not built: scripts/k8s/build.sh --with-kwok (./run test builds it)")
     configs = [stage / "node/fast/node-initialize.yaml", stage / "node/heartbeat/node-heartbeat.yaml",
                stage / "pod/fast/pod-ready.yaml", stage / "pod/fast/pod-complete.yaml",
                stage / "pod/fast/pod-delete.yaml"]
