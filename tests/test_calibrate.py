@@ -4,12 +4,14 @@ import math
 
 import pytest
 
-from conftest import NO_RESIDUE, lab_residue
+from conftest import NO_RESIDUE
+from test_lab import locked_residue
 from nfvlab import calibrate
 from nfvlab.labs.embedded import EmbeddedLab
 from nfvlab.labs.embedded.kernel import SHALLOW_BUCKET_BYTES, SHALLOW_QUEUE_BYTES, TBF_FRAMES
 from nfvlab.params import GeneratorParams
 from nfvlab.search import SearchResult
+from nfvlab.trial import backlog_fault
 
 
 # How close a search lands to a known capacity depends on how the VM schedules the generator
@@ -27,7 +29,7 @@ def test_ndr_on_a_tbf_path_is_never_above_what_it_forwards(clean_host, method):
           f"{result.invalid_trials} invalid trial(s)")
     assert_never_above(result, capacity, duration_s, 2 * TBF_FRAMES)
     assert result.upper_bound_pps is not None and result.n_trials >= 3
-    assert lab_residue() == NO_RESIDUE
+    assert locked_residue() == NO_RESIDUE
 
 
 #: How much faster than its configured rate tbf passes frames here: up to 1.4 % seen over 0.5 s
@@ -46,7 +48,7 @@ def assert_never_above(result, capacity_pps, duration_s, buffer_frames):
     budget = 0.0
     for t in result.trials:
         sched = t.extra["schedule"]
-        assert t.valid == (sched["fault"] is None)
+        assert t.valid == (sched["fault"] is None and backlog_fault(t.directions) is None)
         budget = max(budget, sched["budget_s"] / duration_s)
         for d in t.directions:
             assert d.received_packets <= d.sent_packets <= d.intended_packets
@@ -64,7 +66,7 @@ def test_ndr_on_a_shallow_buffer_path_is_never_above_what_it_forwards(clean_host
                                              duration_s=1.0, relative_width=0.005, path="tbf-shallow")
     print(f"shallow 1518 B: NDR {result.throughput_pps:,.0f} pps, error {err:+.2%}")
     assert_never_above(result, capacity, 1.0, (SHALLOW_BUCKET_BYTES + SHALLOW_QUEUE_BYTES) // 1514)
-    assert lab_residue() == NO_RESIDUE
+    assert locked_residue() == NO_RESIDUE
 
 
 def _result(throughput_pps):
@@ -132,4 +134,4 @@ def test_calibrate_measures_each_tx_path_auto_may_use_and_a_search_is_judged_by_
     assert cal.ceiling(xdp, 1518) > 0 and cal.ceiling(sock, 1518) > 0 and cal.ceiling(sock, 9018) > 0
     assert cal.ceiling(xdp, 9018) is None
     assert len(cal.data["generators"]) == 2
-    assert lab_residue() == NO_RESIDUE
+    assert locked_residue() == NO_RESIDUE

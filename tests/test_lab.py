@@ -1,11 +1,12 @@
 """The embedded lab on real namespaces: build, forward, tear down, recover."""
 import json
+import re
 import signal
 import subprocess
 import sys
 import time
-import warnings
 
+import psutil
 import pytest
 
 from conftest import NO_RESIDUE, REPO, clean_trial, lab_residue
@@ -20,13 +21,27 @@ pytestmark = pytest.mark.lab
 KERNEL_MODELS = ["linux-bridge", "host-routing", "macvlan", "smartnic-direct"]
 
 
+def locked_residue() -> dict:
+    """lab_residue(), read under the host lock: a live lab of another run (which holds the lock
+    while it lives, and may take it the moment this test's lab lets go) is not residue."""
+    with state.HostLock("test residue check"):
+        return lab_residue()
+
+
+def locked_hugepages() -> int:
+    """The host's 2 MB hugepages while no lab is up: read under the host lock (another run's lab
+    reserves its own while it lives)."""
+    with state.HostLock("test hugepages check"):
+        return int(state.HUGEPAGES_2M.read_text())
+
+
 @pytest.mark.parametrize("model", KERNEL_MODELS)
 def test_up_and_down_leaves_no_residue(clean_host, model):
     with Lab(model) as lab:
         assert lab_residue()["namespaces"] == sorted(lab.state.namespaces)
         assert {"tg", "wk", "pod1"} == {ns.rsplit("-", 1)[1] for ns in lab.state.namespaces}
         assert len(lab.streams) == 2
-    assert lab_residue() == NO_RESIDUE
+    assert locked_residue() == NO_RESIDUE
 
 
 @pytest.mark.parametrize("model", KERNEL_MODELS)
@@ -58,7 +73,7 @@ def test_exception_inside_lab_tears_down(clean_host):
     with pytest.raises(RuntimeError, match="boom"):
         with Lab("macvlan"):
             raise RuntimeError("boom")
-    assert lab_residue() == NO_RESIDUE
+    assert locked_residue() == NO_RESIDUE
 
 
 def test_failure_while_building_leaves_nothing(clean_host):
@@ -70,7 +85,7 @@ def test_failure_while_building_leaves_nothing(clean_host):
     with pytest.raises(OSError):
         with Lab("linux-bridge", builder=half_then_fail):
             pass
-    assert lab_residue() == NO_RESIDUE
+    assert locked_residue() == NO_RESIDUE
 
 
 def test_second_lab_is_refused_while_one_is_in_use(clean_host, monkeypatch):
@@ -79,7 +94,7 @@ def test_second_lab_is_refused_while_one_is_in_use(clean_host, monkeypatch):
         with pytest.raises(state.LabBusy, match="in use"):
             with Lab("macvlan"):
                 pass
-    assert lab_residue() == NO_RESIDUE
+    assert locked_residue() == NO_RESIDUE
 
 
 PROGRAM = """
@@ -92,49 +107,66 @@ with Lab(sys.argv[1]) as lab:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_sigint_and_sigterm_tear_down(clean_host, sig):
-    p = subprocess.Popen([sys.executable, "-c", PROGRAM, "host-routing"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=REPO)
-    assert p.stdout.readline().strip() == "up"
-    assert len(lab_residue()["namespaces"]) == 3
+def test_sigint_and_sigterm_tear_down(clean_host, spawn, sig):
+    p = spawn([sys.executable, "-c", PROGRAM, "host-routing"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+              text=True, cwd=REPO)
+    assert p.stdout.readline().strip() == "up", p.stderr.read()
+    assert len(lab_residue()["namespaces"]) == 3  # its lab holds the host lock: no other lab is up
     p.send_signal(sig)
-    p.wait(timeout=20)
-    assert lab_residue() == NO_RESIDUE
+    assert p.wait(timeout=120) != 0  # a guard only: teardown takes a second or two
+    assert locked_residue() == NO_RESIDUE
 
 
-def test_kill9_during_a_trial_then_lab_clean_leaves_no_residue(clean_host):
+def own_generator(proc) -> "psutil.Process | None":
+    """The nfvlab-gen that ``proc`` started (not another run's), or None."""
+    try:
+        kids = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return None
+    for kid in kids:
+        try:
+            # The cached binary is nfvlab-gen-<digest> (its process name cut at 15 characters).
+            if kid.name().startswith("nfvlab-gen") and kid.status() != psutil.STATUS_ZOMBIE:
+                return kid
+        except psutil.NoSuchProcess:
+            continue
+    return None
+
+
+def test_kill9_during_a_trial_then_lab_clean_leaves_no_residue(clean_host, spawn, capsys):
+    from nfvlab.cli import main
+
     cli = [str(REPO / ".venv/bin/nfvlab"), "trial", "--model", "linux-bridge", "--frame-size", "64",
            "--rate-pps", "2000", "--duration-s", "20"]
-    for attempt in range(2):
-        p = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
-        try:
-            # Killed in any case: CI saw no generator within 20 s of the start twice (its lab was up;
-            # cause unknown), and the trial, left running, held the host lock while later tests failed on it.
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not lab_residue()["generator_pids"] and p.poll() is None:
-                time.sleep(0.1)
-            started = bool(lab_residue()["generator_pids"])
-            if not started and p.poll() is None:
-                p.send_signal(signal.SIGUSR1)  # the CLI prints its threads' stacks (faulthandler)
-                time.sleep(1)
-        finally:
-            p.kill()  # SIGKILL (nothing if it has exited)
-            _, err = p.communicate()
-        if started:
-            break
-        # Shown in the test summary even when the second attempt passes: where the first one hung.
-        warnings.warn(f"nfvlab trial started no generator within 30 s (attempt {attempt + 1}); "
-                      f"its stderr, with its stacks: {err.decode(errors='replace')[-6000:]}")
-        # killed before its trial (the lab up or half built): clean must leave nothing then too; once more
-        out = subprocess.run([str(REPO / ".venv/bin/nfvlab"), "lab", "clean"], capture_output=True, text=True)
-        assert out.returncode == 0 and lab_residue() == NO_RESIDUE, (out.stderr, lab_residue())
-    assert started, f"the trial never started its generator (exit {p.returncode}): {err.decode()[-2000:]}"
-    left = lab_residue()
-    assert left["namespaces"] and left["state_files"] and left["generator_pids"], left
-    out = subprocess.run([str(REPO / ".venv/bin/nfvlab"), "lab", "clean"], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert "removed lab" in out.stdout
-    assert lab_residue() == NO_RESIDUE
+    p = spawn(cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    # Before its generator starts the trial waits for the host lock (other runs' labs), builds its
+    # lab and may compile nfvlab-gen: a generous give-up guard, no speed asked.
+    deadline = time.monotonic() + 300
+    gen = own_generator(p)
+    while gen is None and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+        gen = own_generator(p)
+    if gen is None and p.poll() is None:
+        p.send_signal(signal.SIGUSR1)  # the CLI prints its threads' stacks (faulthandler)
+        time.sleep(1)
+    p.kill()  # SIGKILL: no teardown runs (nothing if it has exited)
+    _, err = p.communicate()
+    assert gen is not None, f"the trial never started its generator (exit {p.returncode}): {err.decode()[-4000:]}"
+    lab_id = re.search(r"nfvl-([0-9a-f]{6})-", " ".join(gen.cmdline())).group(1)
+    # Taken at once, as a run's lock (the in-process `lab clean` below runs under it): another run
+    # waiting for the lock would otherwise clean this leftover first.
+    with state.HostLock("test kill -9 clean", for_run=True):
+        left = lab_residue()
+        assert gen.is_running() and gen.status() != psutil.STATUS_ZOMBIE, "the generator died with its CLI"
+        assert f"{lab_id}.json" in left["state_files"], left
+        assert any(lab_id in ns for ns in left["namespaces"]), left
+        assert any(line.split()[0] == str(gen.pid) for line in left["generator_pids"]), left
+        capsys.readouterr()
+        assert main(["lab", "clean"]) == 0
+        out = capsys.readouterr().out
+        assert f"removed lab {lab_id} (linux-bridge" in out, out
+        assert lab_residue() == NO_RESIDUE
+    assert not gen.is_running() or gen.status() == psutil.STATUS_ZOMBIE
 
 
 def test_clean_never_touches_foreign_namespaces(clean_host):
@@ -154,27 +186,51 @@ def test_clean_never_touches_foreign_namespaces(clean_host):
 def test_clean_removes_a_lab_namespace_without_a_state_record(clean_host, role):
     """Every role nfvlab names a namespace for (node<N>: the CNI lab's hosts) is swept when orphaned."""
     ns = f"nfvl-abcdef-{role}"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
-        with state.HostLock("test"):
+        with state.HostLock("test"):  # made under the lock too: another run's start-up clean would sweep it
+            subprocess.run(["ip", "netns", "add", ns], check=True)
             removed = state.clean()
         assert f"orphan namespace {ns}" in removed and ns not in state.existing_namespaces()
     finally:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
-def test_persistent_lab_survives_its_creator_until_down(clean_host):
-    from conftest import nfvlab_cli
+def test_persistent_lab_survives_its_creator_until_down(clean_host, capsys):
+    from conftest import nfvlab_cli, until_unspoiled
+    from nfvlab.cli import main
 
-    up = nfvlab_cli("lab", "up", "--model", "macvlan", "--json", check=True)
-    info = json.loads(up.stdout)
-    assert len(info["streams"]) == 2
-    assert set(lab_residue()["namespaces"]) == set(info["namespaces"])
-    assert "nothing to clean" in nfvlab_cli("lab", "clean").stdout  # kept labs are not leftovers
-    st = json.loads(nfvlab_cli("lab", "status", "--json").stdout)
-    assert [s["lab_id"] for s in st] == [info["lab_id"]] and st[0]["persistent"]
-    nfvlab_cli("lab", "down", info["lab_id"], check=True)
-    assert lab_residue() == NO_RESIDUE
+    def cli(*argv):
+        capsys.readouterr()
+        assert main(list(argv)) == 0
+        return capsys.readouterr().out
+
+    # The kept lab holds no lock once its creator has exited: the rest runs in this process under
+    # a run's lock, so that no other run's lab (namespaces, status rows) is up meanwhile. Until
+    # the lock is taken another run's clean-up (its clean_host removes kept labs too) may sweep it.
+    def up_then_lock():
+        info = json.loads(nfvlab_cli("lab", "up", "--model", "macvlan", "--json", check=True).stdout)
+        lock = state.HostLock("test persistent lab", for_run=True)
+        lock.__enter__()
+        return info, lock
+
+    def swept(got):
+        info, lock = got
+        if (state.labs_dir() / f"{info['lab_id']}.json").exists():
+            return None
+        lock.__exit__(None, None, None)
+        return f"lab {info['lab_id']} was gone when the lock was taken (swept by another run, or not kept)"
+
+    info, lock = until_unspoiled(up_then_lock, swept, what="a kept lab")
+    try:
+        assert len(info["streams"]) == 2
+        assert set(lab_residue()["namespaces"]) == set(info["namespaces"])
+        assert "nothing to clean" in cli("lab", "clean")  # kept labs are not leftovers
+        st = json.loads(cli("lab", "status", "--json"))
+        assert [s["lab_id"] for s in st] == [info["lab_id"]] and st[0]["persistent"]
+        assert f"lab {info['lab_id']} removed" in cli("lab", "down", info["lab_id"])
+        assert lab_residue() == NO_RESIDUE
+    finally:
+        lock.__exit__(None, None, None)
 
 
 def test_unknown_or_unrealizable_model_fails_before_anything_exists(clean_host):
@@ -182,7 +238,7 @@ def test_unknown_or_unrealizable_model_fails_before_anything_exists(clean_host):
         Lab("flannel-vxlan")
     with pytest.raises(LabError, match="real lab only"):
         Lab("sriov")
-    assert lab_residue() == NO_RESIDUE
+    assert locked_residue() == NO_RESIDUE
 
 
 def test_catalogue_lists_every_draft_section_and_kernel_models_run_here():

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NO_RESIDUE, REPO, lab_residue
+from test_lab import locked_residue
 from nfvlab import params as P
 from nfvlab.labs import Terminated
 from nfvlab.records import RecordWriteError, RecordWriter, read_records
@@ -195,6 +196,26 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _until(check, what: str, timeout_s: float = 30.0) -> None:
+    """Poll ``check`` until true; fail with ``what`` after ``timeout_s`` (a give-up guard only)."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def _exec_done(pid: int, argv: list[str]) -> bool:
+    """Whether ``pid`` runs ``argv`` with its new environment in place. Popen returns once exec has
+    begun, but the kernel lays out the new program's arguments and environment after that: read
+    before, /proc/PID/environ is empty (or, before exec, still the parent's)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return cmdline == [a.encode() for a in argv] and environ != b""
+
+
 @pytest.mark.lab
 def test_spawned_processes_carry_the_lab_id(clean_host):
     from nfvlab.labs.embedded import Lab, state
@@ -208,6 +229,7 @@ def test_spawned_processes_carry_the_lab_id(clean_host):
         return []
 
     with Lab("linux-bridge", builder=builder):
+        _until(lambda: _exec_done(seen["pid"], ["sleep", "60"]), "the sleeper never ran sleep")
         env = Path(f"/proc/{seen['pid']}/environ").read_bytes().split(b"\0")
         assert f"NFVLAB_LAB_ID={seen['lab_id']}".encode() in env
         assert [r.pid for r in state.marked_processes()[seen["lab_id"]]] == [seen["pid"]]
@@ -245,31 +267,21 @@ def test_sigint_between_fork_and_record_is_held_until_the_process_is_recorded(cl
             pass
     assert len(seen["recorded"]) == 1 and seen["saved"] == seen["recorded"]
     assert not _alive(seen["recorded"][0])
-    assert lab_residue() == NO_RESIDUE
+    assert locked_residue() == NO_RESIDUE
 
 
 @pytest.mark.lab
-def test_clean_kills_processes_of_dead_labs_found_only_in_the_process_table(clean_host):
+def test_clean_kills_processes_of_dead_labs_found_only_in_the_process_table(clean_host, spawn):
     from nfvlab.labs.embedded import state
 
-    # A process of a lab with no state record (its creator died between fork and record).
-    orphan = subprocess.Popen(["sleep", "60"], env={**os.environ, state.LAB_ENV: "abcdef"},
-                              start_new_session=True)
-    try:
-        # Polled: a fresh-clone CI run once saw clean() return [] here (not reproduced in
-        # isolation); clean() must still find and kill the orphan within a few rounds.
-        removed: list[str] = []
-        with state.HostLock("test"):
-            for _ in range(5):
-                removed += state.clean()
-                if orphan.poll() is not None or f"orphan process {orphan.pid} of lab abcdef" in removed:
-                    break
-                time.sleep(0.5)
-        assert f"orphan process {orphan.pid} of lab abcdef" in removed
-        assert orphan.wait(timeout=5) == -signal.SIGTERM
-    finally:
-        orphan.kill()
-        orphan.wait()
+    # A process of a lab with no state record (its creator died between fork and record), started
+    # under the lock: another run's start-up clean would otherwise stop it first.
+    with state.HostLock("test"):
+        orphan = spawn(["sleep", "60"], env={**os.environ, state.LAB_ENV: "abcdef"})
+        _until(lambda: _exec_done(orphan.pid, ["sleep", "60"]), "the orphan never ran sleep")
+        removed = state.clean()
+    assert f"orphan process {orphan.pid} of lab abcdef" in removed
+    assert orphan.wait(timeout=30) == -signal.SIGTERM
 
 
 KILLED_CREATOR = """
@@ -284,22 +296,24 @@ with Lab("linux-bridge", builder=builder):
 
 
 @pytest.mark.lab
-def test_spawned_processes_die_with_their_creator(clean_host):
-    p = subprocess.Popen([sys.executable, "-c", KILLED_CREATOR], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True, cwd=REPO)
+def test_spawned_processes_die_with_their_creator(clean_host, spawn):
+    from nfvlab.labs.embedded import state
+
+    p = spawn([sys.executable, "-c", KILLED_CREATOR], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+              cwd=REPO)
     pid = int(p.stdout.readline())
     assert _alive(pid)
     p.kill()  # kill -9: no teardown runs
     p.wait()
-    deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(pid), "PR_SET_PDEATHSIG did not stop the spawned process"
-    from nfvlab.labs.embedded import state
-
+    # Taken at once: another run waiting for the lock would otherwise clean the leftover first.
     with state.HostLock("test"):
+        # The kernel signals it at once; the guard only bounds a wait for the signal to land.
+        deadline = time.monotonic() + 30
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid), "PR_SET_PDEATHSIG did not stop the spawned process"
         assert any(x.startswith("lab ") for x in state.clean())  # the namespace and record remain for clean
-    assert lab_residue() == NO_RESIDUE
+        assert lab_residue() == NO_RESIDUE
 
 
 # -- the papermill path: nfvlab/notebook_run.py -----------------------------------
@@ -318,7 +332,7 @@ with Lab("linux-bridge", builder=builder) as lab:
 
 
 @pytest.mark.lab
-def test_sigterm_to_the_notebook_guardian_tears_the_kernels_lab_down(clean_host, tmp_path):
+def test_sigterm_to_the_notebook_guardian_tears_the_kernels_lab_down(clean_host, spawn, tmp_path):
     import nbformat
 
     from nfvlab.labs.embedded import state
@@ -329,12 +343,15 @@ def test_sigterm_to_the_notebook_guardian_tears_the_kernels_lab_down(clean_host,
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "in.ipynb")
     env = {**os.environ, "PATH": f"{REPO / '.venv/bin'}:{os.environ['PATH']}"}
-    p = subprocess.Popen([sys.executable, "-m", "nfvlab.notebook_run", "--log-output",
-                          "--no-progress-bar", str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb")],
-                         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 600  # the lab waits for the host lock (other runs) first
-    while time.monotonic() < deadline and not id_file.exists() and p.poll() is None:
+    p = spawn([sys.executable, "-m", "nfvlab.notebook_run", "--log-output", "--no-progress-bar",
+               str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb")],
+              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The lab waits for the host lock (other runs) first: the test's own timeout bounds the wait.
+    while not id_file.exists() and p.poll() is None:
         time.sleep(0.2)
+    if not id_file.exists():
+        _, err = p.communicate()
+        pytest.fail(f"the notebook's lab never came up (exit {p.returncode}): {err[-3000:]}")
     lab_id = id_file.read_text()
     mine = [f"nfvl-{lab_id}-tg", f"nfvl-{lab_id}-wk"]
     assert set(mine) <= set(state.existing_namespaces())
@@ -381,4 +398,4 @@ def test_inputs_the_fuzz_found_are_refused_in_one_line(clean_host, capsys, argv,
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and expect in err, err
-    assert lab_residue() == NO_RESIDUE
+    assert locked_residue() == NO_RESIDUE

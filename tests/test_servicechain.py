@@ -1,7 +1,8 @@
 """Service density topologies on real namespaces: lossless, through every NF, spread by ECMP."""
 import pytest
 
-from conftest import NO_RESIDUE, clean_trial, interface_counters, lab_residue
+from conftest import NO_RESIDUE, clean_trial, interface_counters
+from test_lab import locked_residue
 from nfvlab.labs.embedded import Lab
 from nfvlab.scenario import DensityCell, Scenario
 from nfvlab.traffic.embedded import EmbeddedGenerator
@@ -33,7 +34,7 @@ def test_every_nf_of_every_instance_forwards_and_nothing_is_lost(clean_host, top
     assert len(set(inst1)) == 1 and len(set(inst2)) == 1, fwd
     assert inst1[0] > 0 and inst2[0] > 0, "ECMP sent no flow to one instance"
     assert inst1[0] + inst2[0] == 4000
-    assert lab_residue() == NO_RESIDUE
+    assert locked_residue() == NO_RESIDUE
 
 
 def test_bad_shapes_are_refused_before_anything_exists(clean_host):
@@ -43,4 +44,4 @@ def test_bad_shapes_are_refused_before_anything_exists(clean_host):
     with pytest.raises(ValueError, match="at most 100"):
         with _lab("csc", 10, 11):
             pass
-    assert lab_residue() == NO_RESIDUE
+    assert locked_residue() == NO_RESIDUE

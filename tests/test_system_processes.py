@@ -1,6 +1,5 @@
 """nfvlab.system.processes: a (pid, start time) pair names one process, from the real process table."""
 import os
-import subprocess
 import sys
 import time
 
@@ -22,37 +21,35 @@ def _until_zombie(child, timeout_s=20.0):
     return ticks
 
 
-def test_start_time_is_the_kernels_clock_ticks():
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        assert processes.start_time(child.pid) == _stat_ticks(child.pid)
-        assert processes.start_time(os.getpid()) == _stat_ticks(os.getpid())
-        assert not processes.exited(child.pid, _stat_ticks(child.pid))
-        # Same pid, another start time: a recycled pid is another process.
-        assert processes.exited(child.pid, _stat_ticks(child.pid) - 1)
-    finally:
-        child.kill()
-        child.wait()
+def test_start_time_is_the_kernels_clock_ticks(spawn):
+    child = spawn([sys.executable, "-c", "import time; time.sleep(30)"])
+    assert processes.start_time(child.pid) == _stat_ticks(child.pid)
+    assert processes.start_time(os.getpid()) == _stat_ticks(os.getpid())
+    assert not processes.exited(child.pid, _stat_ticks(child.pid))
+    # Same pid, another start time: a recycled pid is another process.
+    assert processes.exited(child.pid, _stat_ticks(child.pid) - 1)
+    child.kill()
+    child.wait()
     assert processes.start_time(child.pid) is None
     assert processes.exited(child.pid, 0)
 
 
-def test_a_zombie_has_exited():
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
+def test_a_zombie_has_exited(spawn):
+    child = spawn([sys.executable, "-c", "pass"])
     ticks = _until_zombie(child)
     assert processes.exited(child.pid, ticks)
     child.wait()
 
 
-def test_processes_are_found_by_an_environment_marker_and_only_live_ones():
+def test_processes_are_found_by_an_environment_marker_and_only_live_ones(spawn):
     env = {**os.environ, "NFVLAB_TEST_MARK": "abc123"}
-    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=env)
-    dead = subprocess.Popen([sys.executable, "-c", "pass"], env=env)
-    try:
-        _until_zombie(dead)
-        found = {pid: (start, value) for pid, start, value in processes.with_environment("NFVLAB_TEST_MARK")}
-        assert found == {live.pid: (_stat_ticks(live.pid), "abc123")}
-    finally:
-        live.kill()
-        live.wait()
-        dead.wait()
+    live = spawn([sys.executable, "-c", "import time; time.sleep(30)"], env=env)
+    dead = spawn([sys.executable, "-c", "pass"], env=env)
+    _until_zombie(dead)
+    # Popen returns once exec has begun; the new program's environment is laid out after that.
+    deadline = time.monotonic() + 20
+    while b"NFVLAB_TEST_MARK=abc123" not in open(f"/proc/{live.pid}/environ", "rb").read():
+        assert time.monotonic() < deadline, "the live child's environment never showed the marker"
+        time.sleep(0.01)
+    found = {pid: (start, value) for pid, start, value in processes.with_environment("NFVLAB_TEST_MARK")}
+    assert found == {live.pid: (_stat_ticks(live.pid), "abc123")}

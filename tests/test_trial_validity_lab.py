@@ -3,7 +3,8 @@ the records keep them with the reason, and a search repeats them, takes a load t
 as an upper bound the generator set, and ends saying so when even its minimum rate was not offered. The stall is nfvlab-gen's test hook, so nothing depends on the VM's luck."""
 import pytest
 
-from conftest import NO_RESIDUE, lab_residue
+from conftest import NO_RESIDUE
+from test_lab import locked_residue
 from nfvlab import measure
 from nfvlab.labs.embedded import Lab
 from nfvlab.params import SearchParams, TrafficParams
@@ -39,7 +40,7 @@ def test_stalled_trials_are_invalid_in_the_records_and_end_the_search(clean_host
                                    on_trial=lambda tr: rec.trial(tr, purpose="search", model="linux-bridge"))
         rec.search({k: v for k, v in result.to_dict().items() if k != "trials"}, model="linux-bridge",
                    frame_size=64, repetition=0, goal="ndr")
-    assert lab_residue() == NO_RESIDUE
+    assert locked_residue() == NO_RESIDUE
     trials = [r["result"] for r in read_records(path) if r["type"] == "trial"]
     assert [t["valid"] for t in trials[:7]] == [False] * 7
     assert all(t["invalid_reason"] for t in trials[:7])
