@@ -25,7 +25,8 @@ import pytest
 from conftest import GIT_ENV, stop_process_tree
 from test_pipeline import locked_copy
 
-pytestmark = pytest.mark.timeout(600)  # ~25 s on 2 shared CPUs; the server is stopped either way
+# ~25 s on 2 shared CPUs; the server is stopped either way. slow: not in ./run test-fast.
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]
 
 BIN = Path(sys.executable).parent
 DVC = str(BIN / "dvc")

@@ -18,6 +18,8 @@ import pytest
 
 from test_report import REPO, build_outputs
 
+pytestmark = pytest.mark.slow  # a headless Chromium: not in ./run test-fast
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed "
                                     "(Debian package `chromium`, scripts/debian-packages.txt)")

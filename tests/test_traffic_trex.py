@@ -275,6 +275,7 @@ def test_the_schedule_rule_is_the_deadline_plus_the_late_stop_margin():
 
 
 @needs_trex
+@pytest.mark.slow  # whole searches through the double, ~12 s each: not in ./run test-fast
 @pytest.mark.parametrize("dut_pps, ceiling_pps", [(20_000, 60_000), (60_000, 20_000)])
 def test_ndr_through_a_replaying_server_never_exceeds_the_dut(lab, dut_pps, ceiling_pps):
     """Test double for the TRex server (none can run here): a replaying server sends every frame
