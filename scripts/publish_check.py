@@ -18,7 +18,6 @@ import yaml
 from nfvlab.provenance import measuring_code_changes
 from nfvlab.records import runs_frame
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def records_files(lock: Path) -> list[Path]:

@@ -3,7 +3,6 @@ profile (``all``), from :mod:`nfvlab.plan`; nothing is built or measured. Not pa
 :mod:`nfvlab.stage`, so that the measurement stages do not depend on it."""
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Optional
@@ -11,12 +10,7 @@ from typing import Optional
 from nfvlab import params as P
 from nfvlab import plan
 from nfvlab.measure import InputError
-from nfvlab.stage import load
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, as the nfvlab command's own errors
-        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+from nfvlab.stage import _Parser, load  # the stage's one-line argument errors
 
 
 def main(argv: Optional[list[str]] = None, prog: str = "nfvlab experiment run --dry-run") -> int:
