@@ -18,7 +18,7 @@ from typing import Iterable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from nfvlab import claims, claimsets, latency, linerate, results, stats
+from nfvlab import analysis_paired, claims, claimsets, latency, linerate, results, stats
 from nfvlab.plots.bars import grouped_bars
 from nfvlab.plots.latency import spectrum_figure
 from nfvlab.plots.output import figure_style, new_figure, save_png
@@ -222,7 +222,8 @@ def samples(data: pd.DataFrame, by: str, levels: Sequence, value: str = "through
 
 def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches: pd.DataFrame, by: str,
                status: dict, design: Optional[claims.Design] = None, kind: str = "order",
-               value: str = "throughput_pps", plan: Optional[claims.Plan] = None) -> list[dict]:
+               value: str = "throughput_pps", plan: Optional[claims.Plan] = None,
+               paired: Optional[dict] = None, noise: str = "") -> list[dict]:
     """Rows of the claims table for one claim under one condition.
 
     Parameters
@@ -252,6 +253,12 @@ def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches:
         The planned looks of an adaptive run (:func:`nfvlab.claims.sequential_verdict`: the looks
         replayed on the repetitions in ``repetition`` order); None: a fixed-n run, one look at
         the full alpha.
+    paired : dict, optional
+        ``(a, b)`` levels -> the paired phase's note of that pair (:func:`nfvlab.analysis_paired.paired_notes`):
+        an order claim whose every pair was measured in paired blocks is decided from them
+        (:func:`nfvlab.analysis_paired.paired_claim`); otherwise from the searches, as without.
+    noise : str
+        The run's host noise, shown beside a paired verdict (:func:`nfvlab.analysis_paired.host_noise`).
 
     Returns
     -------
@@ -275,6 +282,12 @@ def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches:
         sep = " > " if kind == "order" else " ~ "
         claim = f"{claim} -- testable part: {'; '.join(sep.join(map(str, c)) for c in chains)}"
     data = measured_rates(searches) if value == "throughput_pps" else searches
+    if paired and kind == "order":
+        got = samples(data, by, levels, value)
+        row = analysis_paired.paired_claim(claim, condition, chains, paired, {k: s.values for k, s in got.items()},
+                                           noise)
+        if row is not None:
+            return rows + [row]
     v = claims.sequential_verdict(kind, samples(data, by, levels, value), chains, plan or claims.Plan.fixed(),
                                   design or claims.current_design())
     rows.append({"claim": claim, "condition": condition, **{k: v[k] for k in CLAIM_COLUMNS if k in v}})

@@ -49,7 +49,8 @@ __all__ = ["VERDICTS", "Design", "Plan", "Sample", "current_design", "use_design
            "sequential_verdict", "plan_more"]
 
 #: Verdicts of a claim, in report order.
-VERDICTS = ("holds", "contradicted", "inconclusive", "not testable")
+VERDICTS = ("holds", "contradicted", "inconclusive", "metric-dependent", "not testable")
+# ("metric-dependent": a paired comparison and the NDR searches disagree, each shown: nfvlab.analysis_paired.)
 #: The test of a pair, as the claims table names it.
 TEST_NAME = "Welch t on log rate (+ resolution)"
 #: What ``effect_size`` is: the ratio of geometric means minus 1 (positive: the claimed larger is larger).

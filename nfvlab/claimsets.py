@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
 
-__all__ = ["ClaimSpec", "chain_claims", "cni_claims", "cni_claims_of", "config_key", "key_labels", "level_key",
+__all__ = ["ClaimSpec", "ComparedPair", "chain_claims", "compared_pairs", "cni_claims", "cni_claims_of", "config_key", "key_labels", "level_key",
            "model_claims", "pinning_numa_claims", "search_claims_of", "testable_part", "tool_rate"]
 
 
@@ -100,6 +100,43 @@ def testable_part(chains: Sequence[Sequence], missing) -> list[tuple]:
     the part of a claim that can be judged when some configuration was not measured."""
     kept = list(dict.fromkeys(tuple(v for v in c if v not in missing) for c in chains))
     return [c for c in kept if len(c) >= 2]
+
+
+@dataclass(frozen=True)
+class ComparedPair:
+    """Two configurations an order claim compares, ``a`` claimed above ``b`` (configuration keys).
+
+    ``family``: the most pairs any of its claims compares (a paired comparison tests at
+    ``alpha / family``: Bonferroni over a claim's pairs); ``claims``: ``"<claim> [<condition>]"`` of each.
+    """
+
+    a: str
+    b: str
+    family: int
+    claims: tuple
+
+
+def claim_pairs(spec: ClaimSpec, present=None) -> list[tuple]:
+    """The ``(a, b)`` configuration keys an order claim compares, ``a`` claimed above ``b``: each chain's
+    neighbours, restricted to the claim's testable part when ``present`` names the configurations
+    measured; an equality claim compares none in pairs."""
+    got = spec.spec(present)
+    if got is None or got[0] != "order":
+        return []
+    return list(dict.fromkeys((c[i], c[i + 1]) for c in got[1] for i in range(len(c) - 1)))
+
+
+def compared_pairs(specs: Sequence[ClaimSpec], present=None) -> list[ComparedPair]:
+    """Every pair the order claims ``specs`` compare (:func:`claim_pairs`), once, in the claims' order: what
+    a paired phase measures (:mod:`nfvlab.pairing`) and the analysis judges them by."""
+    family: dict[tuple, int] = {}
+    named: dict[tuple, list] = {}
+    for s in specs:
+        pairs = claim_pairs(s, present)
+        for p in pairs:
+            family[p] = max(family.get(p, 0), len(pairs))
+            named.setdefault(p, []).append(f"{s.claim} [{s.condition}]")
+    return [ComparedPair(a, b, family[(a, b)], tuple(named[(a, b)])) for a, b in family]
 
 
 def _spec(claim, condition, kind, by, chains, value, if_measured=False, **fixed) -> ClaimSpec:

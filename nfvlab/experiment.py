@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, TextIO, Union
 
-from nfvlab import adaptive, claims, claimsets, labs, measure
+from nfvlab import adaptive, claims, claimsets, labs, measure, pairing
 from nfvlab.calibrate import Calibration
 from nfvlab.params import CniExperimentParams, ExperimentParams
 from nfvlab.provenance import code_digest
@@ -167,7 +167,7 @@ def run_experiment(params: Union[ExperimentParams, CniExperimentParams], records
     if isinstance(params, CniExperimentParams):
         return run_tools(params, records, backend=backend, progress=progress, source=source, resume=resume)
     resume = _resume(resume)
-    refused = adaptive_problem(params)
+    refused = adaptive_problem(params) or paired_problem(params)
     if refused:
         raise measure.InputError(refused)
     problem = output_problem(Path(records), "file")
@@ -221,12 +221,31 @@ def run_experiment(params: Union[ExperimentParams, CniExperimentParams], records
                  f"{_duration(time.monotonic() - bar.t0)}")
         if params.adaptive is not None:
             _adapt_searches(params, backend, calibration, runnable, records, rec, bar)
+        if params.paired is not None:
+            _paired_phase(params, backend, calibration, runnable, records, rec, bar)
         return rec.run_id
 
 
 def _cells(params: ExperimentParams, grid: Iterable[Scenario]) -> list[tuple[Scenario, object]]:
     """The (scenario, frame size) of ``grid`` that are searched: each frame size that fits the scenario."""
     return [(sc, fs) for sc in grid for fs in params.traffic.frame_sizes if frame_fits(sc, fs)]
+
+
+def paired_problem(params: ExperimentParams) -> Optional[str]:
+    """Why ``params.paired`` cannot run (one line naming the field), None when it can or is absent: the
+    experiment's claims are not defined here (D, F), or they do not tell the grid's configurations apart."""
+    if params.paired is None:
+        return None
+    specs = claimsets.search_claims_of(params)
+    if specs is None:
+        return (f"paired: the paired phase decides the claims of experiments A, B and C, not {params.experiment}: "
+                f"remove paired: from its params")
+    names = claimsets.key_labels(specs)
+    keys = [search_config({**sc.labels(), "frame_size": fs}, names) for sc, fs in _cells(params, scenarios(params))]
+    if len(set(keys)) < len(keys):
+        return (f"paired: {params.experiment}'s claims name {', '.join(names)} only, which do not tell this "
+                f"grid's configurations apart: remove paired: or the other grid axes")
+    return None
 
 
 def adaptive_problem(params: ExperimentParams) -> Optional[str]:
@@ -506,6 +525,39 @@ def _adapt_searches(params: ExperimentParams, backend, calibration: Calibration,
 
     _adaptive_end(adapt(params, by_config, search_values(read_records(records), rec.run_id, names), measure_one,
                         unit_seconds=bar.unit_seconds()), rec, bar)
+
+
+def _paired_phase(params: ExperimentParams, backend, calibration: Calibration, runnable: list[Scenario], records,
+                  rec: RecordWriter, bar: Progress) -> None:
+    """The paired phase (:mod:`nfvlab.pairing`) over the claims' pairs, each arm at its NDR from this run's
+    searches; comparisons an interrupted run finished are not measured again. On a lab that realizes one
+    scenario at a time every comparison is recorded not testable, with why."""
+    specs = claimsets.search_claims_of(params)
+    names = claimsets.key_labels(specs)
+    recs = list(read_records(records))
+    ndr = search_values(recs, rec.run_id, names)
+    limited = {search_config(r["labels"], names) for r in recs
+               if r.get("run_id") == rec.run_id and r["type"] == "search"
+               and r["labels"].get("goal") == claimsets.SEARCH_GOAL and (r.get("result") or {}).get("generator_limited")}
+    arms = {}
+    for sc, fs in _cells(params, runnable):
+        key = search_config({**sc.labels(), "frame_size": fs}, names)
+        rate = pairing.median_ndr((ndr.get(key) or {}).values())
+        if math.isfinite(rate):
+            arms[key] = pairing.Arm(key, sc, fs, rate, key in limited)
+    comps = pairing.plan_comparisons(specs, arms, alpha=params.paired.alpha, control=params.paired.control)
+    done = [(r.get("labels") or {}).get("comparison") for r in recs
+            if r.get("run_id") == rec.run_id and r["type"] == "note"
+            and (r.get("labels") or {}).get("kind") == pairing.PAIRED_NOTE]
+    if not getattr(backend, "parallel_labs", False):
+        why = (f"the {backend.kind} lab realizes one scenario at a time (one pair of generator ports), "
+               f"so two arms cannot be up at once")
+        for comp in comps:
+            if comp.key not in done:
+                pairing.not_testable(comp, why, rec, bar)
+        return
+    pairing.run_paired(params, backend, lambda gen, fs: calibration.ceiling(gen.identity(), fs), comps, rec, bar,
+                       done=done)
 
 
 def _ndr(results: Optional[list]) -> float:

@@ -7,7 +7,8 @@ A unit is what a run records as one step: a search (experiments A-D, F) or a too
 expected time is the wall time the same unit (configuration and frame size) took in the records'
 last completed run, from one unit's record to the next: set-up of labs, every trial, latency trials
 and pauses included. A unit the last run did not have is expected at that run's median; with no
-run in the records, the time is unknown. The adaptive phase adds at most its ``seconds`` budget
+run in the records, the time is unknown. A paired phase the last run did not have is expected at
+its ``seconds`` budget (:func:`paired_estimate_s`). The adaptive phase adds at most its ``seconds`` budget
 and the host probe its seconds; the calibration, the analyses and the report are not measuring
 stages and are not in the plan. Builds nothing, starts no lab.
 """
@@ -19,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Optional, Union
 
-from nfvlab import experiment
+from nfvlab import claimsets, experiment
 from nfvlab.params import CniExperimentParams, ExperimentParams
 from nfvlab.records import read_records
 from nfvlab.scenario.cni import step_labels, steps
@@ -97,9 +98,11 @@ class LastRun:
     unit_trials: dict
     """Trials per unit key without the repetition (the median over repetitions)."""
     tail_s: float
-    """From its last unit's record to its end, s."""
+    """From its last unit's record to the first record of a later phase (adaptive, paired) or its end, s."""
     not_realizable: frozenset
     """Configurations (unit key ``[0]``) it noted as not realizable on its lab."""
+    paired_s: Optional[float] = None
+    """Its paired phase, s (None: it had none)."""
 
 
 def last_run(records: Union[str, Path], kind: str) -> Optional[LastRun]:
@@ -117,6 +120,9 @@ def last_run(records: Union[str, Path], kind: str) -> Optional[LastRun]:
         start = next((r for r in recs if r["type"] == "run"), None)
         if end is None or start is None:
             continue
+        later = [_time(r) for r in recs if r["type"] != "run" and ((r.get("labels") or {}).get("added_look") is not None
+                                                                   or str((r.get("labels") or {}).get("purpose", "")).startswith("paired"))]
+        paired_at = [_time(r) for r in recs if r["type"] == "note" and (r.get("labels") or {}).get("kind") == "paired"]
         per_unit: dict[tuple, float] = {}  # a search's goals (NDR, PDR) are one unit
         trials: dict[tuple, int] = {}
         last = _time(start)
@@ -138,9 +144,14 @@ def last_run(records: Union[str, Path], kind: str) -> Optional[LastRun]:
                 trials_by_cell.setdefault(key[:2], []).append(trials.get(key, 0))
             skipped = frozenset(experiment.unit_key(r["labels"])[0] for r in recs if r["type"] == "note"
                                 and r["labels"].get("kind") == "not-realizable")
+            phase_start = min([t for t in later if t >= last] or [_time(end)])
+            paired_s = None
+            if paired_at:
+                first = min([t for t in later if t >= last and t <= max(paired_at)] or paired_at)
+                paired_s = max(0.0, (max(paired_at) - first).total_seconds())
             return LastRun(run_id, {k: statistics.median(v) for k, v in by_cell.items()},
                            {k: statistics.median(v) for k, v in trials_by_cell.items()},
-                           max(0.0, (_time(end) - last).total_seconds()), skipped)
+                           max(0.0, (phase_start - last).total_seconds()), skipped, paired_s)
     return None
 
 
@@ -165,11 +176,31 @@ def stage_plan(name: str, params: AnyParams, records: Union[str, Path]) -> Stage
     typical = statistics.median(last.unit_s.values())
     known = [last.unit_s.get(u[:2]) for u in units]
     expected = sum(t if t is not None else typical for t in known) + last.tail_s
+    if getattr(params, "paired", None) is not None:
+        expected += last.paired_s if last.paired_s is not None else paired_estimate_s(params, typical)
     trials = None if tools else round(sum(last.unit_trials.get(u[:2], statistics.median(last.unit_trials.values()))
                                           for u in units))
     realizable = sum(experiment.unit_key(sc.labels())[0] not in last.not_realizable for sc in grid)
     return StagePlan(name, realizable, len(units), kind, expected, sum(t is not None for t in known), extra,
                      f"run {last.run_id} of {records}", trials, tuple(dict.fromkeys(_cell_text(u) for u in units)))
+
+
+#: A paired block's time in searches of the experiment (two short searches, taking turns): measured
+#: 0.8-1.4 x one search of the experiment on this kind of VM.
+PAIRED_BLOCK_SEARCHES = 1.2
+
+
+def paired_estimate_s(params: ExperimentParams, search_s: float) -> float:
+    """The paired phase's expected time when no earlier run had one: its ``seconds`` budget, or, without one,
+    every comparison (the A/A control at its first look, each pair at ``max_blocks``) at
+    :data:`PAIRED_BLOCK_SEARCHES` searches of ``search_s`` a block."""
+    pp = params.paired
+    if params.lab.kind != "embedded":  # one scenario at a time: every comparison is recorded not testable
+        return 0.0
+    if pp.seconds:
+        return float(pp.seconds)
+    pairs = len(claimsets.compared_pairs(claimsets.search_claims_of(params) or []))
+    return (pp.first_blocks * pp.control + pairs * pp.max_blocks) * PAIRED_BLOCK_SEARCHES * search_s
 
 
 def _minutes(seconds: float) -> str:

@@ -7,7 +7,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from nfvlab import claimsets, linerate, reference
+from nfvlab import analysis_paired, claimsets, linerate, reference
 from nfvlab.analysis import (CLAIM_COLUMNS, claim_rows, claim_counts, config_table, inputs, levels,
                              metric_values, plan_of, select, status_of, throughput_figure)
 from nfvlab.experiments.base import Experiment, PathLike
@@ -40,12 +40,14 @@ def tables_a(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
     table["gbps_l2"] = [linerate.pps_to_gbps(v, fs, 2) if pd.notna(v) else np.nan
                         for v, fs in zip(table["mean_pps"], table["frame_size"])]
     rows, plan = [], plan_of(records)
+    notes, noise = analysis_paired.paired_notes(records), analysis_paired.host_noise(records)
     for spec in claimsets.model_claims(sizes):
         rows += claim_rows(spec.claim, spec.condition, spec.chains, select(s, **spec.where), spec.by,
-                           status_of(table, spec.by, **spec.where), plan=plan)
+                           status_of(table, spec.by, **spec.where), plan=plan,
+                           paired=analysis_paired.paired_for(spec, notes), noise=noise)
     pub = reference.models_throughput()
     pub["local_analogue"] = pub["model"].map(claimsets.DRAFT_A_ANALOGUES)
-    return {"throughput": table, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS), "published": pub}
+    return {"throughput": table, "claims": pd.DataFrame(rows + analysis_paired.control_rows(notes, noise), columns=CLAIM_COLUMNS), "published": pub}
 
 
 

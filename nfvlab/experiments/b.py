@@ -6,7 +6,7 @@ from typing import Optional
 
 import pandas as pd
 
-from nfvlab import claimsets, reference
+from nfvlab import analysis_paired, claimsets, reference
 from nfvlab.analysis import (CLAIM_COLUMNS, HOST_ONLY, bar_figure, beside, claim_counts, claim_rows, config_table,
                              file_part, inputs, levels, metric_values, plan_of, select, status_of)
 from nfvlab.experiments.base import Experiment, PathLike
@@ -42,10 +42,12 @@ def tables_b(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
                     {"pinning": "pinning", "numa": "scenario", "frame_size": "frame_size"},
                     "throughput_gbps", "draft11_fig13_gbps")
     rows, plan = [], plan_of(records)
+    notes, noise = analysis_paired.paired_notes(records), analysis_paired.host_noise(records)
     for spec in claimsets.pinning_numa_claims(models, grid["frame_size"], grid["numa"], grid["pinning"]):
         rows += claim_rows(spec.claim, spec.condition, spec.chains, select(s, **spec.where), spec.by,
-                           status_of(table, spec.by, **spec.where), plan=plan)
-    return {"pinning_numa": table, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)}
+                           status_of(table, spec.by, **spec.where), plan=plan,
+                           paired=analysis_paired.paired_for(spec, notes), noise=noise)
+    return {"pinning_numa": table, "claims": pd.DataFrame(rows + analysis_paired.control_rows(notes, noise), columns=CLAIM_COLUMNS)}
 
 
 

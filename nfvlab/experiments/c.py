@@ -6,7 +6,7 @@ from typing import Optional
 
 import pandas as pd
 
-from nfvlab import claimsets, reference
+from nfvlab import analysis_paired, claimsets, reference
 from nfvlab.analysis import (CLAIM_COLUMNS, HOST_ONLY, bar_figure, beside, claim_counts, claim_rows, config_table,
                              inputs, levels, metric_values, plan_of, select, status_of, throughput_figure)
 from nfvlab.experiments.base import Experiment, PathLike
@@ -53,11 +53,13 @@ def tables_c(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
     numa = beside(numa, reference.multipod_numa(), {"numa": "scenario", "frame_size": "frame_size"},
                    "throughput_gbps", "draft11_fig17_gbps")
     rows, plan = [], plan_of(records)
+    notes, noise = analysis_paired.paired_notes(records), analysis_paired.host_noise(records)
     for spec in claimsets.chain_claims(models, sizes):
         data, table, where = _claim_data(spec, s, s1, comb, numa)
         rows += claim_rows(spec.claim, spec.condition, spec.chains, select(data, **where), spec.by,
-                           status_of(table, spec.by, **where), plan=plan)
-    return {"combination": comb, "numa": numa, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)}
+                           status_of(table, spec.by, **where), plan=plan,
+                           paired=analysis_paired.paired_for(spec, notes), noise=noise)
+    return {"combination": comb, "numa": numa, "claims": pd.DataFrame(rows + analysis_paired.control_rows(notes, noise), columns=CLAIM_COLUMNS)}
 
 
 def _claim_data(spec: claimsets.ClaimSpec, searches: pd.DataFrame, s1: pd.DataFrame, comb: pd.DataFrame,

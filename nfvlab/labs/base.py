@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Optional, Protocol, Union, runtime_checkable
+from typing import Callable, Optional, Protocol, Union, runtime_checkable
 
 from nfvlab.scenario import Scenario, Stream
 from nfvlab.scenario.cni import CniScenario, Endpoint
@@ -54,6 +54,11 @@ class LabSession:
     """The lab's own threads that compete for CPU (pod forwarders, vSwitch control threads, a
     noisy neighbour), role -> CPUs (empty: any CPU); a generator that never yields its CPU
     (the XDP TX path) is used only where none of them may run."""
+    pause: Optional[Callable[[], None]] = None
+    """Stop the lab's processes while another lab is measured (a paired comparison's idle arm), so that
+    its poll-mode threads leave the CPUs to the measured one; None: this lab cannot pause."""
+    resume: Optional[Callable[[], None]] = None
+    """Continue what :attr:`pause` stopped."""
     endpoints: dict[str, Endpoint] = field(default_factory=dict)
     """A :class:`~nfvlab.scenario.cni.CniScenario`'s roles (:data:`~nfvlab.scenario.cni.ROLES`): where
     tools run and what they connect to; ``tracker`` then also spawns them (make_run_dir, spawn)."""

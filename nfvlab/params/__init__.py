@@ -21,6 +21,7 @@ One concept per module; every public name is re-exported here (``nfvlab.params.X
   :class:`ReferenceParams`;
 * :mod:`~nfvlab.params.cni` -- experiment E's :class:`CniExperimentParams`;
 * :mod:`~nfvlab.params.adaptive` -- :class:`AdaptiveParams`, an experiment's ``adaptive:`` section;
+* :mod:`~nfvlab.params.paired` -- :class:`PairedParams`, an experiment's ``paired:`` section;
 * :mod:`~nfvlab.params.loading` -- safe YAML reading: :func:`load`, :func:`load_experiment`.
 """
 from nfvlab.params.adaptive import AdaptiveParams
@@ -48,6 +49,7 @@ from nfvlab.params.generator import AnyGenerator, GeneratorParams, TrexParams
 from nfvlab.params.lab import K8sPlacement, KubernetesParams, LabParams
 from nfvlab.params.loading import MAX_PARAMS_BYTES, MAX_PARAMS_DEPTH, load, load_experiment
 from nfvlab.params.measurement import SearchParams, TrafficParams, TrialParams
+from nfvlab.params.paired import PairedParams
 
 __all__ = [
     "MAX_PARAMS_BYTES",
@@ -60,6 +62,7 @@ __all__ = [
     "ExperimentParams",
     "FrameSize",
     "GeneratorParams",
+    "PairedParams",
     "K8sPlacement",
     "KubernetesParams",
     "LabParams",

@@ -11,6 +11,7 @@ from nfvlab.params.adaptive import Adaptive
 from nfvlab.params.base import FrameSize, ModelName, PositiveFloat, _Strict
 from nfvlab.params.lab import LabParams
 from nfvlab.params.measurement import SearchParams, TrafficParams, TrialParams
+from nfvlab.params.paired import PairedParams
 
 
 def _check_ratio(v: Any) -> str:
@@ -85,6 +86,9 @@ class ExperimentParams(_Strict):
     ``mtu_bytes`` label; a frame size above a cell's MTU + 18 B is skipped with a
     ``frame-too-large`` note. ``null``: the lab's MTU (``lab.mtu``), capped by each model's ports."""
     adaptive: Adaptive = None  # adaptive repetitions (AdaptiveParams); null: a fixed-n run
+    paired: Optional[PairedParams] = None
+    """The paired phase after the searches (:class:`~nfvlab.params.paired.PairedParams`): the claims
+    decided by randomized ABBA blocks of short trials; null: judged on the NDR searches."""
     lab_instance: Literal["per-configuration", "per-frame-size"] = "per-configuration"
     """How often the lab is built: once per configuration and repetition, its frame sizes measured
     one after the other on it, or afresh for every frame size, so each search starts on a DUT no

@@ -19,6 +19,8 @@ class EmbeddedLab:
     A :class:`~nfvlab.scenario.cni.CniScenario` (experiment E) is a :class:`~nfvlab.labs.embedded.cni.CniLab`."""
 
     kind = "embedded"
+    #: Several labs can be up at once (each has its own namespaces and cables): a paired comparison's two arms.
+    parallel_labs = True
 
     def __init__(self, mtu: int = realize.LAB_MTU) -> None:
         self.link_mtu = mtu
@@ -47,7 +49,7 @@ class EmbeddedLab:
             return
         with Lab(scenario, mtu=self.link_mtu, persistent=persistent) as lab:
             busy = lab.core_plan.busy_roles(noisy=scenario.resources.noisy_load_pct is not None)
-            yield LabSession(streams=lab.streams, tracker=lab, busy_roles=busy, info={
+            yield LabSession(streams=lab.streams, tracker=lab, busy_roles=busy, pause=lab.pause, resume=lab.resume, info={
                 "lab_kind": self.kind, "lab_id": lab.lab_id, "mtu": lab.mtu,
                 "setup_s": round(lab.setup_s or 0.0, 3),
                 "core_plan": lab.core_plan.describe(), "realization": realize.REALIZATIONS[scenario.model].how})

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import secrets
+import signal
 import subprocess
 import threading
 import time
@@ -23,7 +24,7 @@ from nfvlab.labs.embedded import host, realize, state
 from nfvlab.labs.embedded.realize import LAB_MTU
 from nfvlab.scenario import CorePlan, NotRealizable, Resources, Scenario, Stream
 from nfvlab.scenario import catalogue
-from nfvlab.system import signals
+from nfvlab.system import processes, signals
 
 __all__ = ["LAB_MTU", "Lab", "LabError", "Terminated", "down", "preflight", "problems"]
 
@@ -89,6 +90,12 @@ def _builder(scenario: Scenario) -> Callable[["Lab"], list[Stream]]:
     return realize.builders()[scenario.model]
 
 
+#: How long :meth:`Lab.pause` waits for the lab's processes to stop, s (give-up guard: a stop takes ~1 ms).
+PAUSE_WAIT_S = 1.0
+#: psutil states of a process that runs no more.
+STOPPED_STATES = ("stopped", "tracing-stop", "zombie", "dead")
+
+
 class Lab:
     """One embedded lab: namespaces, links and processes, all recorded in its state."""
 
@@ -150,6 +157,30 @@ class Lab:
         self.state.processes.append(rec)
         self.state.save()
         return rec
+
+    def pause(self) -> None:
+        """Stop (SIGSTOP) every live process of the lab: an idle arm of a paired comparison whose
+        poll-mode threads would otherwise spin on the CPUs the measured arm needs. Its teardown
+        continues them before ending them (:func:`state.kill_process`)."""
+        self._signal_all(signal.SIGSTOP)
+        # A stop is delivered asynchronously: wait until no process of the lab runs (a give-up guard).
+        deadline = time.monotonic() + PAUSE_WAIT_S
+        while time.monotonic() < deadline and any(
+                processes.identity(r.pid) and processes.identity(r.pid)[0] not in STOPPED_STATES
+                for r in self.state.processes if not processes.exited(r.pid, r.start_time)):
+            time.sleep(0.002)
+
+    def resume(self) -> None:
+        """Continue (SIGCONT) what :meth:`pause` stopped."""
+        self._signal_all(signal.SIGCONT)
+
+    def _signal_all(self, sig: int) -> None:
+        for rec in list(self.state.processes if self.state else ()):
+            if not processes.exited(rec.pid, rec.start_time):
+                try:
+                    state.signal_process(rec, sig)
+                except ProcessLookupError:
+                    pass  # ended between the check and the signal
 
     # -- resources other than namespaces (each recorded before it exists) --
     @property

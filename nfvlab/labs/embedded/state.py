@@ -118,16 +118,23 @@ def _exited(rec: ProcessRecord) -> bool:
     return processes.exited(rec.pid, rec.start_time)
 
 
+def signal_process(rec: ProcessRecord, sig: int) -> None:
+    """Send ``sig`` to a process nfvlab started (its whole group when it leads one)."""
+    if rec.group:
+        os.killpg(rec.pid, sig)
+    else:
+        os.kill(rec.pid, sig)
+
+
 def kill_process(rec: ProcessRecord, timeout_s: float = 3.0) -> bool:
     """Stop a process nfvlab started (only if pid and start time still match)."""
     if _exited(rec):
         return False
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            if rec.group:
-                os.killpg(rec.pid, sig)
-            else:
-                os.kill(rec.pid, sig)
+            signal_process(rec, sig)
+            if sig == signal.SIGTERM:  # a paused lab (a paired comparison's idle arm) acts on it only when continued
+                signal_process(rec, signal.SIGCONT)
         except ProcessLookupError:
             return True
         deadline = time.monotonic() + timeout_s

@@ -1,0 +1,161 @@
+"""Claims decided by the paired phase: the ``paired`` notes of a run (:mod:`nfvlab.pairing`) as claims rows.
+
+An order claim "a > b > c" is decided from the paired comparisons of its neighbouring pairs (each
+already tested at its share of the claim's alpha, over its looks):
+
+* **contradicted** when a pair came out *smaller* or *equivalent* (inside the margin: no practical
+  difference), naming the first such pair;
+* **holds** when every pair came out *larger*;
+* **inconclusive** otherwise, with the detectable difference and the blocks a decision would need;
+* **metric-dependent** when a pair's paired ratio and its NDR ratio (the repetitions' searches, Welch
+  on log NDR, 95 %) are each shown on opposite sides of 1: the two measurements disagree, and the claim
+  is not decided either way.
+
+A pair the paired phase could not measure (a generator-limited arm, a lab that realizes one scenario at a
+time) leaves the claim to the NDR searches (:func:`nfvlab.analysis.claim_rows`), saying why.
+The A/A control (:func:`control_rows`) is a claim of its own: "no difference" holds when its ratio is
+shown inside the margin, is contradicted when it is shown different, and is inconclusive otherwise.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Mapping, Optional, Sequence, Union
+
+import numpy as np
+from scipy import stats as _st
+
+from nfvlab import results
+
+PathLike = Union[str, Path]
+
+__all__ = ["PAIRED_TEST", "paired_notes", "pairs_of", "paired_for", "paired_claim", "control_rows", "host_noise"]
+
+#: The test of a paired pair, as the claims table names it.
+PAIRED_TEST = "paired blocks: one-sample t on the blocks' log ratio (Pocock looks; Bonferroni over the claim's pairs)"
+#: What ``effect_size`` is for a paired row.
+PAIRED_EFFECT = "paired ratio - 1"
+#: The A/A control's claim, as the claims table shows it.
+CONTROL_CLAIM = "A/A control: no difference between two lab instances of one configuration"
+
+
+def paired_notes(records: Union[PathLike, Sequence[PathLike]], run: str = "latest") -> dict[tuple, dict]:
+    """``(a, b, control)`` configuration keys -> the labels of the run's ``paired`` note (the last one)."""
+    out = {}
+    for _path, recs in results.selected_runs(records, run):
+        for r in recs:
+            lab = r.get("labels") or {}
+            if r["type"] == "note" and lab.get("kind") == "paired":
+                out[(lab.get("a"), lab.get("b"), bool(lab.get("control")))] = lab
+    return out
+
+
+def pairs_of(chains: Sequence[Sequence]) -> list[tuple]:
+    """An order claim's neighbouring pairs ``(a, b)``, ``a`` claimed above ``b``, once each."""
+    return list(dict.fromkeys((c[i], c[i + 1]) for c in chains for i in range(len(c) - 1)))
+
+
+def paired_for(spec, notes: Mapping[tuple, dict]) -> dict:
+    """A claim's (:class:`nfvlab.claimsets.ClaimSpec`) pairs of levels -> their paired notes (of :func:`paired_notes`)."""
+    out = {}
+    for a, b in pairs_of(spec.chains):
+        n = notes.get((spec.config(a), spec.config(b), False))
+        if n is not None:
+            out[(a, b)] = n
+    return out
+
+
+def _ndr_interval(x: Sequence[float], y: Sequence[float]) -> Optional[tuple[float, float]]:
+    """95 % Welch interval of the ratio of geometric means x / y (None below 2 values each)."""
+    lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
+    lx, ly = lx[np.isfinite(lx)], ly[np.isfinite(ly)]
+    if lx.size < 2 or ly.size < 2:
+        return None
+    vx, vy = lx.var(ddof=1) / lx.size, ly.var(ddof=1) / ly.size
+    se = math.sqrt(vx + vy)
+    if se == 0:
+        return None
+    df = (vx + vy) ** 2 / (vx ** 2 / (lx.size - 1) + vy ** 2 / (ly.size - 1))
+    half = float(_st.t.ppf(0.975, df)) * se
+    d = float(lx.mean() - ly.mean())
+    return math.exp(d - half), math.exp(d + half)
+
+
+def _pair_text(a, b, n: dict) -> str:
+    return (f"{a} / {b}: {n['ratio']:.3f} [{n['ci_low']:.3f}, {n['ci_high']:.3f}] ({n['blocks']} blocks, "
+            f"{n['verdict']}, detectable {100 * n['detectable']:.0f} %)")
+
+
+def paired_claim(claim: str, condition: str, chains: Sequence[Sequence], notes: Mapping[tuple, dict],
+                 ndr: Mapping, noise: str = "") -> Optional[dict]:
+    """The claims row of an order claim from its pairs' paired notes (``notes``: ``(a, b)`` levels ->
+    note labels), or None when a pair has no measured paired note (the claim stays with the NDR
+    searches). ``ndr``: level -> the repetitions' NDRs (the metric-dependence check); ``noise``: the
+    run's host noise, for the detail."""
+    pairs = pairs_of(chains)
+    got = [notes.get(p) for p in pairs]
+    if not pairs or any(n is None or n.get("verdict") not in ("larger", "smaller", "equivalent", "undecided")
+                        for n in got):
+        return None
+    detail = "; ".join(_pair_text(a, b, n) for (a, b), n in zip(pairs, got)) + (f"; {noise}" if noise else "")
+    row = {"claim": claim, "condition": condition, "test": PAIRED_TEST, "effect_size_kind": PAIRED_EFFECT,
+           "detail": detail}
+
+    def pick(i: int, verdict: str, reason: str) -> dict:
+        n = got[i]
+        return {**row, "verdict": verdict, "reason": reason, "pair": f"{pairs[i][0]} > {pairs[i][1]}",
+                "p_adjusted": n["p_different"] if n["verdict"] != "equivalent" else n["p_equivalent"],
+                "effect_size": n["ratio"] - 1, "n": n["blocks"], "mde": n["detectable"],
+                "n_needed": n.get("blocks_needed")}
+
+    for i, ((a, b), n) in enumerate(zip(pairs, got)):
+        nd = _ndr_interval(ndr.get(a, ()), ndr.get(b, ()))
+        if nd and n["verdict"] in ("larger", "smaller") and (
+                (n["ci_low"] > 1 and nd[1] < 1) or (n["ci_high"] < 1 and nd[0] > 1)):
+            return pick(i, "metric-dependent", f"the paired ratio of {a} / {b} ({n['ratio']:.3f}) and its NDR "
+                                               f"ratio [{nd[0]:.3f}, {nd[1]:.3f}] are shown on opposite sides of 1")
+    for i, n in enumerate(got):
+        if n["verdict"] == "smaller":
+            return pick(i, "contradicted", f"{pairs[i][1]} is shown above {pairs[i][0]} in paired blocks")
+        if n["verdict"] == "equivalent":
+            return pick(i, "contradicted", f"{pairs[i][0]} and {pairs[i][1]} are shown within the margin of each "
+                                           f"other in paired blocks (no practical difference)")
+    if all(n["verdict"] == "larger" for n in got):
+        worst = min(range(len(got)), key=lambda i: got[i]["ratio"])
+        return pick(worst, "holds", "every pair is shown in the claimed order in paired blocks")
+    open_ = [i for i, n in enumerate(got) if n["verdict"] == "undecided"]
+    return pick(open_[0], "inconclusive", "a pair is not decided within the paired phase's blocks")
+
+
+def control_rows(notes: Mapping[tuple, dict], noise: str = "") -> list[dict]:
+    """The claims rows of the run's A/A controls (:data:`CONTROL_CLAIM`)."""
+    rows = []
+    for (a, _b, control), n in notes.items():
+        if not control:
+            continue
+        base = {"claim": CONTROL_CLAIM, "condition": str(a), "test": PAIRED_TEST, "effect_size_kind": PAIRED_EFFECT,
+                "pair": f"{a} / its twin"}
+        if n.get("verdict") not in ("larger", "smaller", "equivalent", "undecided"):
+            rows.append({**base, "verdict": "not testable", "n": 0, "reason": n.get("reason", "not measured"),
+                         "detail": n.get("reason", "")})
+            continue
+        verdict, reason = {"equivalent": ("holds", "the ratio is shown inside the margin"),
+                           "undecided": ("inconclusive", "neither a difference nor equivalence is shown"),
+                           }.get(n["verdict"], ("contradicted", "the design shows a difference where none exists"))
+        rows.append({**base, "verdict": verdict, "reason": reason,
+                     "p_adjusted": n["p_equivalent"] if n["verdict"] != "larger" and n["verdict"] != "smaller"
+                     else n["p_different"], "effect_size": n["ratio"] - 1, "n": n["blocks"], "mde": n["detectable"],
+                     "n_needed": n.get("blocks_needed"),
+                     "detail": _pair_text(a, "twin", n) + (f"; {noise}" if noise else "")})
+    return rows
+
+
+def host_noise(records: Union[PathLike, Sequence[PathLike]], run: str = "latest") -> str:
+    """The run's host probe (per-CPU CV of a fixed loop per window, lag-1 correlation) in a few words."""
+    hs = (results.run_provenance(records, run) or {}).get("host_speed") or {}
+    cpus = hs.get("cpus") or {}
+    if not cpus:
+        return ""
+    figs = ", ".join(f"CPU {c} CV {100 * f['cv']:.0f} %" + (f" (lag-1 r {f['lag1']:.2f})" if f.get("lag1") is not None
+                                                            else "") for c, f in sorted(cpus.items()))
+    return f"host probe: {figs}" + ("; unstable" if hs.get("unstable") else "")

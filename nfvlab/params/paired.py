@@ -1,0 +1,61 @@
+"""The paired phase: the ``paired:`` section of an experiment's params (docs/methodology.md,
+"Paired comparisons on a noisy host")."""
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional
+
+from pydantic import Field, model_validator
+
+from nfvlab.params.base import _Strict
+
+
+class PairedParams(_Strict):
+    """After the NDR searches, every pair of configurations a claim compares (and one A/A control: a
+    configuration against a second lab instance of itself) is measured in paired blocks, both labs up
+    at once, the idle one paused, the arms taking turns trial by trial (``metric``). Blocks are added
+    look by look (``first_blocks``, then ``step`` more) up to ``max_blocks`` or until the comparison is
+    decided (Pocock-type alpha spending over the looks; Bonferroni over a claim's pairs). Absent (null):
+    no paired phase; the claims are judged on the NDR searches."""
+
+    metric: Literal["ndr", "forwarding"] = "ndr"
+    """What a block measures of each arm. ``ndr``: a short NDR search per arm (the experiment's search
+    params, its rates within ``span`` of the arm's NDR), the two searches' trials taking turns, so that
+    both see the same spells of the host; the block's figure is ``log(NDR_a / NDR_b)``. ``forwarding``:
+    four trials (ABBA or BAAB) at ``overload`` x each arm's NDR, the figure their forwarding rates' paired
+    log-ratio; only for DUTs that forward their capacity when overloaded (many DUTs here collapse to
+    7-10 % of their NDR at 1.1-1.2 x it: docs/methodology.md, "Paired comparisons")."""
+    span: float = Field(default=2.0, gt=1.05, le=10.0)
+    """``ndr``: each block's searches start at ``span`` x the arm's NDR (down to ``search.min_rate_pps``)."""
+    relative_width: float = Field(default=0.04, gt=0, lt=0.5)
+    """``ndr``: the goal width of each block's searches (coarser than the experiment's own searches: the
+    blocks' mean is what decides, and a block costs two searches)."""
+    overload: float = Field(default=1.1, ge=1.02, le=3.0)
+    """``forwarding``: offered load of each arm's trials as a multiple of its NDR: above it, so that a
+    trial measures what the DUT forwards, not what it was offered."""
+    trial_duration_s: Annotated[float, Field(gt=0.05, le=60)] = 1.0
+    """``forwarding``: duration of each trial of a block, seconds (trials of 1-2 s share the host's spell)."""
+    first_blocks: int = Field(default=6, strict=True, ge=2, le=1000)
+    """Blocks at the first look (``ndr``: one search per arm; ``forwarding``: four trials)."""
+    step: int = Field(default=4, strict=True, ge=1, le=1000)
+    """Blocks added per look."""
+    max_blocks: int = Field(default=18, strict=True, ge=2, le=1000)
+    """Most blocks of one comparison (the last look)."""
+    margin: float = Field(default=0.05, gt=0, lt=1)
+    """Equivalence margin: a ratio shown inside ``[1/(1+margin), 1+margin]`` is "equivalent" (the claims'
+    ``order_margin``, params/claims.yaml)."""
+    alpha: float = Field(default=0.05, gt=0, lt=0.5)
+    """Chance of any wrong verdict on a claim, over its pairs and looks."""
+    control: bool = True
+    """Measure the A/A control (the design's own noise floor, which must not come out as a difference):
+    ``first_blocks`` blocks, one look (it asks only whether the design shows a difference where there is none)."""
+    seconds: Optional[Annotated[float, Field(gt=0, le=86400)]] = None
+    """Time budget of the whole phase, seconds: no look starts once it is spent (null: only
+    ``max_blocks`` bounds it); an unfinished comparison is recorded undecided, with why."""
+    seed: int = Field(default=1, strict=True, ge=0)
+    """Seed of the blocks' random orders (with the run id and the comparison)."""
+
+    @model_validator(mode="after")
+    def _looks_fit(self) -> "PairedParams":
+        if self.max_blocks < self.first_blocks:
+            raise ValueError(f"max_blocks: {self.max_blocks} is below first_blocks ({self.first_blocks})")
+        return self

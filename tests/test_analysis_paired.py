@@ -1,0 +1,77 @@
+"""Claims from paired notes (nfvlab.analysis_paired): each verdict from synthetic notes of known verdicts."""
+
+import pytest
+
+from nfvlab import analysis_paired as AP
+from nfvlab.analysis import CLAIM_COLUMNS, claim_rows
+from nfvlab.claims import VERDICTS
+
+import pandas as pd
+
+
+def note(verdict, ratio, half=0.02, blocks=4, **kw):
+    return {"verdict": verdict, "ratio": ratio, "ci_low": ratio / (1 + half), "ci_high": ratio * (1 + half),
+            "blocks": blocks, "p_different": 0.01, "p_equivalent": 0.5, "detectable": 0.08, "blocks_needed": None,
+            **kw}
+
+
+CHAINS = [["x", "y", "z"]]
+
+
+def test_every_pair_larger_holds_naming_the_weakest():
+    row = AP.paired_claim("c", "64 B", CHAINS, {("x", "y"): note("larger", 1.5), ("y", "z"): note("larger", 1.2)}, {})
+    assert (row["verdict"], row["pair"], row["n"]) == ("holds", "y > z", 4)
+    assert row["effect_size"] == pytest.approx(0.2) and row["test"] == AP.PAIRED_TEST
+    assert set(row) <= set(CLAIM_COLUMNS)
+
+
+@pytest.mark.parametrize("second", ["smaller", "equivalent"])
+def test_a_pair_shown_smaller_or_within_the_margin_contradicts(second):
+    row = AP.paired_claim("c", "64 B", CHAINS, {("x", "y"): note("larger", 1.5), ("y", "z"): note(second, 0.97)}, {})
+    assert (row["verdict"], row["pair"]) == ("contradicted", "y > z")
+
+
+def test_an_undecided_pair_leaves_the_claim_inconclusive_with_its_detectable_difference():
+    row = AP.paired_claim("c", "64 B", CHAINS, {("x", "y"): note("larger", 1.5), ("y", "z"): note("undecided", 1.02)},
+                          {})
+    assert (row["verdict"], row["pair"], row["mde"]) == ("inconclusive", "y > z", 0.08)
+
+
+def test_a_paired_ratio_against_an_ndr_ratio_shown_the_other_way_is_metric_dependent():
+    notes = {("x", "y"): note("larger", 1.5), ("y", "z"): note("larger", 1.2)}
+    ndr = {"y": [100.0, 101.0, 99.0], "z": [150.0, 151.0, 149.0]}  # NDR says z is far above y
+    row = AP.paired_claim("c", "64 B", CHAINS, notes, ndr)
+    assert (row["verdict"], row["pair"]) == ("metric-dependent", "y > z") and "metric-dependent" in VERDICTS
+    # an NDR ratio whose interval holds 1 does not contradict the paired verdict
+    assert AP.paired_claim("c", "64 B", CHAINS, notes, {"y": [100.0, 150.0], "z": [150.0, 100.0]})["verdict"] == "holds"
+
+
+def test_a_pair_without_a_measured_note_leaves_the_claim_to_the_searches():
+    assert AP.paired_claim("c", "64 B", CHAINS, {("x", "y"): note("larger", 1.5)}, {}) is None
+    untestable = {("x", "y"): note("larger", 1.5), ("y", "z"): {"verdict": "not testable", "reason": "generator"}}
+    assert AP.paired_claim("c", "64 B", CHAINS, untestable, {}) is None
+
+
+def test_claim_rows_take_the_paired_verdict_over_the_searches_when_every_pair_was_paired():
+    searches = pd.DataFrame({"model": ["x"] * 3 + ["y"] * 3, "throughput_pps": [100.0, 101, 99, 100, 101, 99],
+                             "resolution": [0.02] * 6, "repetition": [0, 1, 2] * 2})
+    status = {"x": "measured", "y": "measured"}
+    by_ndr = claim_rows("c", "64 B", [["x", "y"]], searches, "model", status)
+    by_pairs = claim_rows("c", "64 B", [["x", "y"]], searches, "model", status,
+                          paired={("x", "y"): note("larger", 1.3)}, noise="host probe: CPU 0 CV 20 %")
+    assert by_ndr[-1]["verdict"] != "holds" and by_pairs[-1]["verdict"] == "holds"
+    assert "host probe: CPU 0 CV 20 %" in by_pairs[-1]["detail"]
+
+
+def test_the_control_holds_only_when_shown_equal_and_is_contradicted_when_shown_different():
+    rows = AP.control_rows({("k", "k", True): note("equivalent", 1.0), ("m", "m", True): note("larger", 1.1),
+                            ("u", "u", True): note("undecided", 1.01), ("v", "w", False): note("larger", 2.0),
+                            ("g", "g", True): {"verdict": "not testable", "reason": "generator-limited"}})
+    assert [(r["condition"], r["verdict"]) for r in rows] == [
+        ("k", "holds"), ("m", "contradicted"), ("u", "inconclusive"), ("g", "not testable")]
+    assert all(r["claim"] == AP.CONTROL_CLAIM for r in rows)
+
+
+def test_pairs_of_a_chain_are_its_neighbours_once():
+    assert AP.pairs_of([["s1", "s2"], ["s1", "s3"], ["a", "b", "c"], ["a", "b"]]) == [
+        ("s1", "s2"), ("s1", "s3"), ("a", "b"), ("b", "c")]

@@ -1,0 +1,169 @@
+"""The paired phase (nfvlab.pairing): which comparisons, the arms' trials taking turns, and on real
+packets, two tbf data paths of known capacities up at once, the idle one paused."""
+import threading
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from nfvlab import claimsets, pairing
+from nfvlab import params as P
+from nfvlab.labs.embedded import EmbeddedLab
+from nfvlab.records import RecordWriter, read_records
+from nfvlab.scenario import KnownPath, Scenario
+from nfvlab.system import processes
+from nfvlab.system.hostlock import HostLock
+
+
+def _state(pid: int) -> str:
+    """The process's state letter (/proc/PID/stat field 3; T: stopped)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def _arms(*configs, limited=()):
+    return {c: pairing.Arm(c, Scenario("linux-bridge"), 64, 1000.0, c in limited) for c in configs}
+
+
+def test_comparisons_are_the_claims_pairs_once_each_after_one_control_of_the_most_compared():
+    specs = list(claimsets.model_claims([64]))  # two chains: smartnic > vhost > afxdp, afxdp-cni > vhost > afxdp
+    keys = {m: claimsets.config_key({"model": m, "frame_size": 64})
+            for m in ("smartnic-direct", "afxdp-cni", "ovs-dpdk-vhost", "ovs-afxdp")}
+    comps = pairing.plan_comparisons(specs, _arms(*keys.values()), alpha=0.05, control=True)
+    assert comps[0].control and comps[0].a == comps[0].b and comps[0].a.config == keys["ovs-dpdk-vhost"]
+    pairs = [(c.a.config, c.b.config) for c in comps[1:]]
+    assert pairs == [(keys["smartnic-direct"], keys["ovs-dpdk-vhost"]), (keys["ovs-dpdk-vhost"], keys["ovs-afxdp"]),
+                     (keys["afxdp-cni"], keys["ovs-dpdk-vhost"])]
+    # every pair belongs to a claim of two pairs: Bonferroni halves the alpha; the shared pair names both claims
+    assert [c.alpha for c in comps[1:]] == [0.025] * 3
+    assert len(comps[2].claims) == 2 and comps[0].alpha == 0.05
+
+
+def test_a_missing_configuration_leaves_the_claims_testable_part_and_a_limited_arm_no_control():
+    specs = list(claimsets.model_claims([64]))
+    vhost, afxdp = (claimsets.config_key({"model": m, "frame_size": 64}) for m in ("ovs-dpdk-vhost", "ovs-afxdp"))
+    comps = pairing.plan_comparisons(specs, _arms(vhost, afxdp, limited=(vhost, afxdp)), alpha=0.05, control=True)
+    # only vhost > afxdp is left, a claim of one pair now: the full alpha; no arm to control with
+    assert [(c.a.config, c.b.config, c.alpha, c.control) for c in comps] == [(vhost, afxdp, 0.05, False)]
+    assert pairing.plan_comparisons(specs, _arms(vhost), alpha=0.05, control=True) == []
+
+
+def test_two_searches_trials_take_turns_and_one_that_ended_leaves_the_other_alone():
+    switched, order = [], []
+    turns = pairing._Turns("b", lambda name: switched.append(name))
+    counts = {"a": 3, "b": 5}
+
+    def arm(name):
+        try:
+            for _ in range(counts[name]):
+                turns.take(name)
+                order.append(name)
+                time.sleep(0.001)
+                turns.give(name)
+        finally:
+            turns.leave(name)
+
+    threads = [threading.Thread(target=arm, args=(n,)) for n in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert order == ["b", "a", "b", "a", "b", "a", "b", "b"]
+    assert switched == order  # the switch is asked before every trial (it skips a lab already running)
+
+
+def test_an_aborted_turn_ends_the_waiting_search():
+    turns = pairing._Turns("a", lambda name: None)
+    out = []
+
+    def waiting():
+        try:
+            turns.take("b")  # never its turn: a holds it
+        except pairing._Aborted:
+            out.append("aborted")
+
+    t = threading.Thread(target=waiting)
+    t.start()
+    turns.abort()
+    t.join(30)
+    assert out == ["aborted"]
+
+
+def test_paired_params_refuse_a_cap_below_the_first_look_naming_the_field():
+    with pytest.raises(Exception, match="max_blocks: 3 is below first_blocks"):
+        P.PairedParams(first_blocks=4, max_blocks=3)
+    with pytest.raises(Exception, match="metric"):
+        P.PairedParams(metric="mrr")
+
+
+# ---------------------------------------------------------------------------------------------------
+# real packets
+# ---------------------------------------------------------------------------------------------------
+FRAME = 128
+
+
+class TwoCapacities(EmbeddedLab):
+    """The embedded lab; a scenario of model ``m`` is a tbf bridge of ``capacities[m]`` pps."""
+
+    def __init__(self, capacities):
+        super().__init__()
+        self.capacities = capacities
+
+    @contextmanager
+    def open(self, scenario, **kw):
+        with super().open(Scenario("tbf-bridge", known_path=KnownPath(self.capacities[scenario.model], FRAME))) as s:
+            yield s
+
+
+@pytest.mark.lab
+def test_a_paired_comparison_of_two_known_paths_takes_turns_and_finds_the_faster(clean_host, tmp_path):
+    """Arm a: a tbf path of 16 kpps, arm b: 4 kpps; NDR searches in lockstep, two blocks."""
+    params = P.ExperimentParams(
+        experiment="pairing-test", traffic={"frame_sizes": [FRAME], "latency_pps": 0, "bidirectional": False},
+        search={"method": "mlrsearch", "pdr_loss_ratio": None, "relative_width": 0.05, "min_rate_pps": 1000,
+                "initial_trial_duration_s": 0.3, "final_trial_duration_s": 0.3, "duration_sum_s": 0.3},
+        paired={"first_blocks": 2, "step": 1, "max_blocks": 2, "relative_width": 0.05})
+    backend = TwoCapacities({"macvlan": 16_000, "host-routing": 4_000})
+    a = pairing.Arm("model=macvlan", Scenario("macvlan"), FRAME, 15_000.0)
+    b = pairing.Arm("model=host-routing", Scenario("host-routing"), FRAME, 3_800.0)
+    comp = pairing.Comparison("model=macvlan | model=host-routing", a, b, 0.05, False, ("a claim",))
+    records = tmp_path / "r.jsonl"
+    lines = []
+    bar = type("Bar", (), {"note": lambda self, s: lines.append(s), "trial": lambda self: None})()
+    # As a run holds it (nfvlab.experiment): the host lock for the run, under which its labs may be two.
+    with HostLock("pairing test", for_run=True), \
+            RecordWriter(records, "pairing-test", {"experiment": "pairing-test"}) as rec:
+        pairing.run_paired(params, backend, lambda gen, fs: None, [comp], rec, bar)
+    recs = read_records(records)
+    trials = [r for r in recs if r["type"] == "trial" and r["labels"]["purpose"] == "paired"]
+    assert {r["labels"]["block"] for r in trials} == {0, 1}
+    for block in (0, 1):
+        arms = [r["labels"]["arm"] for r in trials if r["labels"]["block"] == block]
+        # while both searches run, their trials alternate; the one still going runs alone at the end
+        both = min(arms.count("a"), arms.count("b"))
+        assert all(x != y for x, y in zip(arms[:2 * both], arms[1:2 * both])), arms
+    for r in trials:  # each arm's searches start at span (2) x its NDR
+        assert r["result"]["rate_pps"] <= 2 * (15_000.0 if r["labels"]["arm"] == "a" else 3_800.0) + 1
+    note, = [r for r in recs if r["type"] == "note" and r["labels"].get("kind") == "paired"]
+    lab = note["labels"]
+    assert (lab["comparison"], lab["blocks"], lab["metric"], lab["control"]) == (comp.key, 2, "ndr", False)
+    # 16 kpps against 4 kpps: the block's NDR ratio, whatever the host did, is far above 1 (each NDR is at
+    # most its path's capacity over the trial plus the buffer; the slower path's at most ~4.3 kpps)
+    assert lab["ratio"] > 1 and lab["ci_low"] <= lab["ratio"] <= lab["ci_high"]
+
+
+@pytest.mark.lab
+def test_a_paused_lab_is_stopped_continued_and_torn_down_whole(clean_host):
+    """Lab.pause stops every process of the lab (state T); resume continues them; a lab closed while
+    paused still ends them (its teardown continues them first)."""
+    backend = EmbeddedLab()
+    with backend.open(Scenario("ovs-dpdk-vhost")) as session:
+        procs = list(session.tracker.state.processes)
+        assert procs
+        session.pause()
+        assert {_state(p.pid) for p in procs} == {"T"}
+        session.resume()
+        assert "T" not in {_state(p.pid) for p in procs}
+        session.pause()
+    for p in procs:
+        assert processes.exited(p.pid, p.start_time)
