@@ -27,9 +27,9 @@ from pathlib import Path
 
 import yaml
 
-from nfvlab import measuring_code as mc
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's rules, whichever nfvlab is installed
+from nfvlab import measuring_code as mc  # noqa: E402
 
 #: Entry modules of each stage (the CLI command it runs, the guardian it runs notebooks under).
 #: Measurement stages run `nfvlab experiment run` (nfvlab.stage): never analysis code.

@@ -201,6 +201,18 @@ def test_a_traffic_edit_re_measures_every_experiment(scratch, path):
     assert EXPERIMENTS <= _delta(scratch, path, _append("\n# edited\n"))
 
 
+@pytest.mark.parametrize("path", ["nfvlab/labs/kubernetes/backend.py", "nfvlab/labs/kubernetes/pods.py",
+                                  "nfvlab/labs/kubernetes/local_cluster/build.py", "nfvlab/labs/cluster.py"])
+def test_a_kubernetes_only_edit_re_measures_no_embedded_stage(scratch, path):
+    stale = _delta(scratch, path, _append("\n# edited\n"))
+    assert stale & KUBERNETES == KUBERNETES and not stale & (MEASURE | {"experiment_e", "calibration"}), stale
+
+
+def test_an_embedded_generator_edit_re_measures_every_embedded_stage(scratch):
+    stale = _delta(scratch, "nfvlab/traffic/embedded/generator.py", _append("\n# edited\n"))
+    assert MEASURE | {"experiment_e", "calibration"} <= stale
+
+
 def test_editing_params_makes_exactly_the_stages_that_read_them_stale(scratch):
     def more_reps(p):
         p.write_text(p.read_text().replace("repetitions: 2", "repetitions: 5"))
