@@ -17,8 +17,8 @@ of each condition, the rate compared -- live here, in a low layer both import:
 
 So a claim added, removed or re-worded here changes both at once; they cannot drift. Pure
 Python (no pandas, no other nfvlab module): a change here is a change of what an adaptive run
-measures, so this file is in the measurement stages' code (not in
-:data:`nfvlab.experiment.ANALYSING`).
+measures, so this file is in the measurement stages' code (the runner imports it:
+:mod:`nfvlab.measuring_code`).
 """
 from __future__ import annotations
 

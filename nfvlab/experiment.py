@@ -19,8 +19,6 @@ repetitions to the configurations of their claims still undecided (:func:`adapt`
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import sys
@@ -33,7 +31,7 @@ from typing import Callable, Iterable, Iterator, Optional, TextIO, Union
 from nfvlab import adaptive, claims, claimsets, labs, measure, pairing
 from nfvlab.calibrate import Calibration
 from nfvlab.params import CniExperimentParams, ExperimentParams
-from nfvlab.provenance import code_digest
+from nfvlab.measuring_code import fingerprint  # the resume fingerprint: params and the lab's measuring code
 from nfvlab.records import RecordWriter, read_records
 from nfvlab.scenario import DensityCell, Resources, Scenario
 from nfvlab.scenario.cni import CniScenario, Step, step_labels, steps
@@ -587,23 +585,6 @@ def _adaptive_end(out: adaptive.Outcome, rec: RecordWriter, bar: Progress) -> No
     rec.note(text, kind="adaptive", stopped=out.stopped, added=len(out.added), seconds=round(out.seconds, 1),
              inconclusive=undecided, **({"given_up": list(out.given_up)} if out.given_up else {}))
     bar.note(text)
-
-
-#: Package paths no measurement imports (the import contract "measuring never imports analysing"
-#: forbids it; tests/test_pipeline.py checks this list against the measurement stages' code).
-#: An edit there neither re-measures nor stops an interrupted run from resuming.
-ANALYSING = ("analysis.py", "analysis_cni.py", "experiments/", "plots/", "report/", "notebook.py",
-             "notebook_run.py", "results.py", "latency.py", "stats.py", "reference.py", "plan.py", "paired.py")
-# (nfvlab/claims.py, adaptive.py and claimsets.py are not in it: an adaptive run's claims decide what
-# is measured.)
-
-
-def fingerprint(dump: dict) -> str:
-    """What makes two runs the same measurement: the params (without ``source``) and the code a
-    measurement runs (nfvlab's sources but :data:`ANALYSING`)."""
-    data = json.dumps({k: v for k, v in dump.items() if k not in ("source", "fingerprint")}, sort_keys=True,
-                      default=str)
-    return hashlib.sha256((data + code_digest(exclude=ANALYSING)).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from nfvlab.measuring_code import measuring_changes
+
 #: Debian packages whose versions are recorded (``None`` when not installed).
 PACKAGES: tuple[str, ...] = (
     "dpdk",
@@ -135,25 +137,20 @@ def git_changes(path: os.PathLike | str) -> Optional[list[str]]:
     return _changed_paths(["git", "-c", "safe.directory=*", "-C", str(path)])
 
 
-#: What measures, as paths of the repository: the package, the params, the notebooks and scripts
-#: the pipeline runs, the pipeline and the pinned dependencies. A run measured while one of these
-#: differed from its commit cannot be reproduced from the commit; a change elsewhere (docs, tests,
-#: benchmarks, the pipeline's own outputs such as metrics/ and dvc.lock) does not touch a measurement.
-MEASURING_CODE: tuple[str, ...] = ("nfvlab/", "params/", "notebooks/", "scripts/", "dvc.yaml",
-                                   "pyproject.toml", "requirements.lock", "run")
-
-
 def measuring_code_changes(provenance: dict) -> Optional[list[str]]:
-    """The measuring code (:data:`MEASURING_CODE`) that differed from the recorded commit when
-    ``provenance`` was collected: ``[]`` for a clean measurement, the paths otherwise; None when the
-    checkout was dirty and the record does not say which paths (a record of schema < 3)."""
+    """The measuring code that differed from the recorded commit when ``provenance`` was collected
+    (:func:`nfvlab.measuring_code.measuring_changes`: the params, pipeline, scripts and the package's
+    measuring code of the run's lab): ``[]`` for a clean measurement, the paths otherwise; None when
+    the checkout was dirty and the record does not say which paths (a record of schema < 3). A change
+    elsewhere (docs, tests, benchmarks, analysing code, another lab's backend, the pipeline's own
+    outputs such as metrics/ and dvc.lock) does not touch a measurement."""
     if not provenance.get("git_dirty"):
         return []
     changed = provenance.get("git_changed")
     if changed is None:
         return None
-    folders = tuple(m for m in MEASURING_CODE if m.endswith("/"))
-    return [p for p in changed if p in MEASURING_CODE or p.startswith(folders)]
+    params = provenance.get("params")
+    return measuring_changes(changed, params if isinstance(params, dict) else None)
 
 
 def debian_package_versions(packages: tuple[str, ...] | list[str] = PACKAGES) -> dict[str, Optional[str]]:
@@ -246,21 +243,6 @@ def _copy_params(params: Any) -> Any:
         return dict(params)
     except Exception:
         return params
-
-
-def code_digest(exclude: tuple[str, ...] = ()) -> str:
-    """SHA-256 (16 hex digits) of nfvlab's own sources (Python, C, BPF): what a run's code was.
-
-    ``exclude``: package-relative paths (files, or directories ending in ``/``) left out.
-    """
-    h = hashlib.sha256()
-    for p in sorted(_PACKAGE_DIR.rglob("*")):
-        rel = p.relative_to(_PACKAGE_DIR).as_posix()
-        if any(rel == x or (x.endswith("/") and rel.startswith(x)) for x in exclude):
-            continue
-        if p.suffix in (".py", ".c", ".h") and "__pycache__" not in p.parts:
-            h.update(str(p.relative_to(_PACKAGE_DIR)).encode() + b"\0" + p.read_bytes())
-    return h.hexdigest()[:16]
 
 
 def collect(params: dict | None = None) -> dict:

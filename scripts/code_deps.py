@@ -1,13 +1,23 @@
 """The code each DVC stage depends on: the import closure of its entry modules.
 
     .venv/bin/python scripts/code_deps.py            # print the deps every stage should list
-    .venv/bin/python scripts/code_deps.py --check    # exit 1 naming what dvc.yaml misses
+    .venv/bin/python scripts/code_deps.py --check    # exit 1 naming what dvc.yaml misses or lists in excess
     .venv/bin/python scripts/code_deps.py --write    # rewrite the nfvlab/ deps of dvc.yaml
 
 A stage's output can change when any module it imports (directly or not)
 changes, so dvc.yaml lists exactly those files (a directory when all of its
 modules are in the closure, which also covers package data such as C
 sources). ``tests/test_pipeline.py`` runs the check.
+
+The closure, the package data and the lab seams are :mod:`nfvlab.measuring_code`'s (the one
+definition of measuring code, which the resume fingerprint and publishing use too). A measurement
+stage (:data:`MEASURING_STAGES`) runs on the one lab its ``--lab-profile`` names (``kind``): its
+closure does not follow the lazy, per-kind imports of the lab seams (``nfvlab.labs.backend_for``
+imports ``nfvlab.labs.kubernetes`` only for ``kind: kubernetes``, ``nfvlab.stage`` imports
+``nfvlab.labs.cluster`` only under ``--local-cluster``) and adds that lab's modules instead. So an
+edit to the Kubernetes backend re-measures no embedded-lab stage, and the reverse; what both labs
+import (the generator, the search, the runner) re-measures both. Every other stage follows every
+import, seams included.
 """
 from __future__ import annotations
 
@@ -15,16 +25,17 @@ import json
 import sys
 from pathlib import Path
 
-import grimp
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's rules, whichever nfvlab is installed
+from nfvlab import measuring_code as mc  # noqa: E402
 
 #: Entry modules of each stage (the CLI command it runs, the guardian it runs notebooks under).
 #: Measurement stages run `nfvlab experiment run` (nfvlab.stage): never analysis code.
 ENTRIES = {
     "reference_figures": ["nfvlab.plots.reference"],
-    "calibration": ["nfvlab.calibrate", "nfvlab.labs"],
+    "calibration": ["nfvlab.calibrate", "nfvlab.labs", "nfvlab.commands.calibrate"],  # the command it runs
     "experiment": ["nfvlab.stage"],
     "experiment_kubernetes": ["nfvlab.stage"],
     "experiment_e": ["nfvlab.stage"],
@@ -40,25 +51,9 @@ NOTEBOOK_STAGES = {"analysis": None, "analysis_kubernetes": None, "analysis_e": 
 #: everything they could import.
 #: (The measurement stages run ``python -m nfvlab.stage``: a CLI edit never re-measures.)
 CLI_STAGES = {"reference_figures", "calibration", "analysis", "analysis_kubernetes", "analysis_e"}
-#: Package data a module reads (C and BPF sources it compiles), as repository paths.
-DATA = {
-    "nfvlab.traffic.embedded.binary": ["nfvlab/traffic/embedded/nfvlab_gen.c",
-                                       "nfvlab/traffic/embedded/nfvlab_gen.h",
-                                       "nfvlab/traffic/embedded/nfvlab_gen_args.c",
-                                       "nfvlab/traffic/embedded/nfvlab_gen_frames.c",
-                                       "nfvlab/traffic/embedded/nfvlab_gen_socket.c",
-                                       "nfvlab/traffic/embedded/nfvlab_gen_pacing.c",
-                                       "nfvlab/traffic/embedded/nfvlab_gen_xdp.c",
-                                       "nfvlab/traffic/embedded/nfvlab_gen_latency.c",
-                                       "nfvlab/traffic/embedded/nfvlab_gen_count.c",
-                                       "nfvlab/traffic/embedded/nfvlab_gen_report.c",
-                                       "nfvlab/traffic/embedded/nfvlab_count.bpf.c",
-                                       "nfvlab/traffic/embedded/nfvlab_count.h",
-                                       "nfvlab/traffic/embedded/nfvlab_tx.bpf.c",
-                                       "nfvlab/traffic/embedded/nfvlab_tx.h"],
-    "nfvlab.labs.embedded.bpf": ["nfvlab/labs/embedded/bpf_src"],
-    "nfvlab.traffic.trex.generator": ["nfvlab/traffic/trex/worker.py"],  # run by the TRex venv's python
-}
+#: Stages that measure on one lab: their lab is the ``kind`` of the lab profile their command names
+#: (``--lab-profile FILE``), and their closure holds that lab's modules, not the other labs'.
+MEASURING_STAGES = ("calibration", "experiment", "experiment_kubernetes", "experiment_e")
 
 
 def notebook_imports(paths) -> list[str]:
@@ -82,37 +77,6 @@ def notebook_imports(paths) -> list[str]:
     return sorted(mods)
 
 
-#: Packages that import their modules by discovery (importlib), which no import graph shows:
-#: importing the package imports every module in it.
-DISCOVERING = ("nfvlab.experiments",)
-
-
-def closure(graph, entries) -> set[str]:
-    """Modules imported, directly or not, by ``entries`` -- including every package
-    ``__init__`` on the way (it runs whenever a submodule is imported) and its imports,
-    and the ``__main__`` of such a package (its ``python -m``, counted with it)."""
-    out: set[str] = set()
-    todo = set(entries)
-    while todo:
-        m = todo.pop()
-        if m in out or not m.startswith("nfvlab."):
-            continue
-        out.add(m)
-        parts = m.split(".")
-        todo |= {".".join(parts[:i]) for i in range(2, len(parts))}
-        todo |= graph.find_upstream_modules(m)
-        if m in DISCOVERING:
-            todo |= graph.find_descendants(m)
-        if f"{m}.__main__" in graph.modules:
-            todo.add(f"{m}.__main__")
-    return out
-
-
-def module_file(mod: str) -> Path:
-    base = REPO / Path(*mod.split("."))
-    return (base / "__init__.py") if base.is_dir() else base.with_suffix(".py")
-
-
 def compress(files: set[Path]) -> list[str]:
     """Relative paths; a directory whose files are all needed replaces them."""
     all_py = {p for p in (REPO / "nfvlab").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
@@ -130,8 +94,16 @@ def compress(files: set[Path]) -> list[str]:
     return sorted(str(p.relative_to(REPO)) for p in chosen + rest)
 
 
+def lab_kind(stage: dict) -> str:
+    """The lab kind a measurement stage runs on: ``kind`` of the profile its ``--lab-profile`` names."""
+    words = stage.get("do", stage)["cmd"].split()
+    profile = REPO / words[words.index("--lab-profile") + 1]
+    return yaml.safe_load(profile.read_text())["kind"]
+
+
 def expected() -> dict[str, list[str]]:
-    graph = grimp.build_graph("nfvlab", cache_dir=None)
+    root = REPO / "nfvlab"
+    graph = mc.import_graph(root)
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     out = {}
     for stage, entries in ENTRIES.items():
@@ -140,15 +112,13 @@ def expected() -> dict[str, list[str]]:
             # experiment_e.py) has a stage of its own and must not add its code to these
             names = NOTEBOOK_STAGES[stage] or [f"experiment_{x}" for x in stages[stage]["foreach"]]
             entries = entries + notebook_imports([REPO / "notebooks" / f"{n}.py" for n in names])
-        mods = closure(graph, entries)
-        files = {module_file(m) for m in mods} | {REPO / "nfvlab" / "__init__.py"}  # runs on every import
-        for m in mods:
-            for d in DATA.get(m, []):
-                p = REPO / d
-                files |= set(p.rglob("*")) - {x for x in p.rglob("*") if "__pycache__" in x.parts or x.is_dir()} \
-                    if p.is_dir() else {p}
+        if stage in MEASURING_STAGES:
+            mods = mc.closure(graph, [*entries, *mc.lab_entries(lab_kind(stages[stage]))], seams=False)
+        else:
+            mods = mc.closure(graph, entries)
+        files = mc.files(mods, root)
         if stage in CLI_STAGES:
-            files |= {REPO / "nfvlab" / "cli.py", *(REPO / "nfvlab" / "commands").glob("*.py")}
+            files |= {root / "cli.py", *(root / "commands").glob("*.py")}
         out[stage] = compress(files)
     return out
 
@@ -171,6 +141,29 @@ def missing() -> dict[str, list[str]]:
         miss = [p for p in paths if not any((REPO / p) == d or d in (REPO / p).parents for d in deps)]
         if miss:
             out[stage] = miss
+    return out
+
+
+def extra() -> dict[str, list[str]]:
+    """Per stage, the ``nfvlab/`` deps dvc.yaml lists that cover code the stage does not run (e.g. a
+    whole ``nfvlab/labs`` for an embedded-lab stage: an edit to the Kubernetes backend would re-measure it)."""
+    have = listed()
+    out = {}
+    for stage, paths in expected().items():
+        need = [REPO / p for p in paths]
+
+        def needed(f: Path) -> bool:
+            return any(n == f or n in f.parents for n in need)
+
+        over = []
+        for d in (d for d in have.get(stage, []) if d.startswith("nfvlab/")):
+            path = REPO / d
+            inside = [f for f in path.rglob("*") if f.is_file() and "__pycache__" not in f.parts] \
+                if path.is_dir() else [path]
+            if not all(needed(f) for f in inside):
+                over.append(d)
+        if over:
+            out[stage] = over
     return out
 
 
@@ -204,10 +197,12 @@ if __name__ == "__main__":
     if "--write" in sys.argv:
         write()
     if "--check" in sys.argv:
-        miss = missing()
+        miss, over = missing(), extra()
         for stage, paths in miss.items():
             print(f"dvc.yaml: stage {stage} misses code deps: {', '.join(paths)}")
-        sys.exit(1 if miss else 0)
+        for stage, paths in over.items():
+            print(f"dvc.yaml: stage {stage} lists code it does not run: {', '.join(paths)}")
+        sys.exit(1 if miss or over else 0)
     if len(sys.argv) > 1:
         sys.exit(0)
     for stage, paths in expected().items():

@@ -16,6 +16,8 @@ from conftest import GIT_ENV, REPO, copy_checkout
 sys.path.insert(0, str(REPO / "scripts"))
 import code_deps  # noqa: E402
 
+from nfvlab import measuring_code as mc  # noqa: E402
+
 DVC = str(Path(sys.executable).with_name("dvc"))
 MEASURE = {f"experiment@{x}" for x in "abcdf"}
 # A and C again, on the Kubernetes lab; E (CNI, tool runs) has a stage of its own.
@@ -31,7 +33,7 @@ def test_every_stage_lists_the_import_closure_of_its_code():
 def test_the_closure_follows_imports_and_package_data():
     want = code_deps.expected()
     # A directory when all of it is needed, else its files (a module no stage imports stays out).
-    assert any(p == "nfvlab/labs" or p.startswith("nfvlab/labs/embedded/lab.py") for p in want["experiment"])
+    assert "nfvlab/labs/embedded" in want["experiment"] and "nfvlab/labs/base.py" in want["experiment"]
     assert "nfvlab/traffic" in want["calibration"] or "nfvlab/traffic/embedded" in want["calibration"]
     assert "nfvlab/stats.py" in want["report"] and "nfvlab/stats.py" not in want["calibration"]
     # the experiments' modules are imported by discovery, invisible to the import graph: all counted
@@ -39,10 +41,55 @@ def test_the_closure_follows_imports_and_package_data():
     # measuring never needs analysis code; the analysis code itself never needs a lab (the analysis
     # stages do, through the notebooks they execute, which can also measure)
     assert not {"nfvlab/stats.py", "nfvlab/analysis.py", "nfvlab/plots", "nfvlab/notebook.py"} & set(want["experiment"])
-    import grimp
-
-    analysing = code_deps.closure(grimp.build_graph("nfvlab", cache_dir=None), ["nfvlab.analysis", "nfvlab.report"])
+    analysing = mc.closure(mc.import_graph(), ["nfvlab.analysis", "nfvlab.report"])
     assert "nfvlab.stats" in analysing and not any(m.startswith("nfvlab.labs") for m in analysing)
+
+
+def test_a_measurement_stage_depends_on_its_own_lab_only():
+    """backend_for imports each backend lazily for its kind: an embedded stage lists no Kubernetes
+    code, the Kubernetes stage no embedded backend; what both run (generator, search) is in both."""
+    want = code_deps.expected()
+    for stage in ("experiment", "experiment_e", "calibration"):
+        assert not [p for p in want[stage] if p.startswith(("nfvlab/labs/kubernetes", "nfvlab/labs/cluster.py"))], stage
+        assert "nfvlab/labs/embedded" in want[stage] and "nfvlab/labs" not in want[stage], stage
+    k8s = want["experiment_kubernetes"]
+    assert "nfvlab/labs/kubernetes" in k8s and "nfvlab/labs/cluster.py" in k8s
+    assert not [p for p in k8s if p.startswith("nfvlab/labs/embedded")] and "nfvlab/labs" not in k8s
+    for stage in ("experiment", "experiment_kubernetes", "experiment_e"):
+        assert {"nfvlab/traffic", "nfvlab/search", "nfvlab/labs/forwarder.py"} <= set(want[stage]), stage
+
+
+def test_the_check_fails_on_a_missing_or_an_excess_dep(monkeypatch):
+    real = code_deps.listed()
+    assert code_deps.missing() == {} and code_deps.extra() == {}
+    without = {**real, "experiment": [d for d in real["experiment"] if d != "nfvlab/traffic"]}
+    monkeypatch.setattr(code_deps, "listed", lambda: without)
+    assert code_deps.missing() == {"experiment": ["nfvlab/traffic"]}
+    # the whole labs folder: covers every need, but drags the Kubernetes backend into an embedded stage
+    whole = {**real, "experiment": [d for d in real["experiment"] if not d.startswith("nfvlab/labs")] + ["nfvlab/labs"]}
+    monkeypatch.setattr(code_deps, "listed", lambda: whole)
+    assert code_deps.missing() == {} and code_deps.extra() == {"experiment": ["nfvlab/labs"]}
+
+
+def _files(paths) -> set[str]:
+    out = set()
+    for p in paths:
+        path = REPO / p
+        out |= {f.relative_to(REPO).as_posix() for f in path.rglob("*") if f.is_file() and "__pycache__" not in f.parts} \
+            if path.is_dir() else {p}
+    return out
+
+
+@pytest.mark.parametrize("stage,kind", [("experiment", "embedded"), ("experiment_e", "embedded"),
+                                        ("experiment_kubernetes", "kubernetes")])
+def test_the_resume_fingerprint_covers_exactly_the_stage_deps(stage, kind):
+    """One definition of measuring code: what a stage's run fingerprints is what DVC re-runs it for."""
+    deps = _files(code_deps.expected()[stage])
+    assert {f.relative_to(REPO).as_posix() for f in mc.measuring_files(kind, REPO / "nfvlab")} == deps
+    # and publishing counts the same files
+    package = sorted(f.relative_to(REPO).as_posix() for f in (REPO / "nfvlab").rglob("*")
+                     if f.is_file() and "__pycache__" not in f.parts)
+    assert set(mc.measuring_changes(package, {"lab": {"kind": kind}}, REPO / "nfvlab")) == deps
 
 
 def _run(args, cwd, **kw):
@@ -105,16 +152,20 @@ MEASURING = EXPERIMENTS | {"calibration"} | ANALYSES
 @pytest.mark.parametrize("path,expected", [
     ("nfvlab/stats.py", ANALYSES | {"report"}),
     ("nfvlab/cli.py", ANALYSES | {"calibration", "reference_figures"}),  # measuring runs python -m nfvlab.stage
-    ("nfvlab/labs/embedded/kernel.py", MEASURING),
+    # a lab backend: the stages measuring on that lab (and the analyses, whose notebooks can measure on either)
+    ("nfvlab/labs/embedded/kernel.py", MEASURING - KUBERNETES),
+    ("nfvlab/labs/kubernetes/pods.py", KUBERNETES | ANALYSES),
+    ("nfvlab/labs/kubernetes/local_cluster/cluster.py", KUBERNETES),  # only under --local-cluster
+    ("nfvlab/labs/cluster.py", KUBERNETES),
     ("nfvlab/traffic/embedded/nfvlab_gen.c", MEASURING),
-    ("nfvlab/labs/embedded/bpf_src/tc_redirect.c", MEASURING),
+    ("nfvlab/labs/embedded/bpf_src/tc_redirect.c", MEASURING - KUBERNETES),
     ("nfvlab/report/assemble.py", {"report"}),
     ("nfvlab/plots/heatmap.py", ANALYSES | {"report", "reference_figures"}),
     ("nfvlab/notebook.py", ANALYSES | {"report"}),
     # The analysis stages run the notebooks' jupytext text; the .ipynb JupyterLab saves is no dependency.
     ("notebooks/experiment_c.py", {"analysis@c", "analysis_kubernetes@c"}),
     ("notebooks/experiment_e.py", {"analysis_e"}),
-    ("nfvlab/labs/embedded/cni.py", MEASURING),  # E's data paths, realized by the embedded backend
+    ("nfvlab/labs/embedded/cni.py", MEASURING - KUBERNETES),  # E's data paths, realized by the embedded backend
     ("nfvlab/analysis_cni.py", ANALYSES | {"report"}),
     ("notebooks/experiment_a.py", {"analysis@a", "analysis_kubernetes@a"}),
     ("notebooks/report.py", {"report"}),
@@ -150,21 +201,16 @@ def test_a_traffic_edit_re_measures_every_experiment(scratch, path):
     assert EXPERIMENTS <= _delta(scratch, path, _append("\n# edited\n"))
 
 
-def test_the_resume_fingerprint_leaves_out_exactly_what_no_measurement_imports():
-    from nfvlab.experiment import ANALYSING
+@pytest.mark.parametrize("path", ["nfvlab/labs/kubernetes/backend.py", "nfvlab/labs/kubernetes/pods.py",
+                                  "nfvlab/labs/kubernetes/local_cluster/build.py", "nfvlab/labs/cluster.py"])
+def test_a_kubernetes_only_edit_re_measures_no_embedded_stage(scratch, path):
+    stale = _delta(scratch, path, _append("\n# edited\n"))
+    assert stale & KUBERNETES == KUBERNETES and not stale & (MEASURE | {"experiment_e", "calibration"}), stale
 
-    measuring = set()
-    for stage in ("experiment", "experiment_kubernetes", "experiment_e"):
-        measuring |= set(code_deps.expected()[stage])
-    for rel in ANALYSING:
-        path = "nfvlab/" + rel.rstrip("/")
-        assert (REPO / path).exists(), path
-        assert not any(m == path or m.startswith(path + "/") or path.startswith(m + "/") for m in measuring), path
-    # and everything else in the package is either measured code or the CLI/notebook layer
-    left = {p.relative_to(REPO / "nfvlab").as_posix() for p in (REPO / "nfvlab").glob("*.py")}
-    left -= {r for r in ANALYSING if not r.endswith("/")}
-    assert {f"nfvlab/{x}" for x in left} - {"nfvlab/cli.py"} <= {m for m in measuring if m.endswith(".py")} | {
-        "nfvlab/__main__.py"}, sorted(left)
+
+def test_an_embedded_generator_edit_re_measures_every_embedded_stage(scratch):
+    stale = _delta(scratch, "nfvlab/traffic/embedded/generator.py", _append("\n# edited\n"))
+    assert MEASURE | {"experiment_e", "calibration"} <= stale
 
 
 def test_editing_params_makes_exactly_the_stages_that_read_them_stale(scratch):
