@@ -128,14 +128,23 @@ def generator_ceiling(backend, generator: GeneratorParams, frame_size: FrameSize
                       bidirectional: bool = True, duration_s: float = 1.0, max_rate_pps: float = 3e6,
                       relative_width: float = 0.02, latency_pps: int = 1000, on_trial=None,
                       progress: bool = False) -> tuple[SearchResult, dict]:
-    """Zero-loss rate with no DUT (``direct-cable``), packets/s per direction, and the generator's identity."""
+    """Zero-loss rate with no DUT (``direct-cable``), packets/s per direction, and the generator's identity.
+
+    ``backend``: the embedded lab (its direct cable), or, for TRex, the two TRex ports looped to each
+    other (:class:`~nfvlab.labs.external.ExternalPorts`, ``trex:N``): either way no DUT.
+    """
     traffic = TrafficParams(latency_pps=latency_pps, frame_sizes=[frame_size])
     with backend.open(Scenario("direct-cable")) as session:
         gen = generator_for(generator, session.streams, traffic, session.tracker, session.busy_roles)
-        measure = GeneratorMeasurer(gen, frame_size, bidirectional=bidirectional, extra={"lab": "direct-cable"})
-        result = rfc2544_search(measure, 1000.0, max_rate_pps, loss_ratio=0.0, relative_width=relative_width,
-                                duration_s=duration_s, on_trial=on_trial, progress=progress)
-        return result, gen.identity()
+        try:
+            measure = GeneratorMeasurer(gen, frame_size, bidirectional=bidirectional, extra={"lab": "direct-cable"})
+            result = rfc2544_search(measure, 1000.0, max_rate_pps, loss_ratio=0.0, relative_width=relative_width,
+                                    duration_s=duration_s, on_trial=on_trial, progress=progress)
+            return result, gen.identity()
+        finally:
+            close = getattr(gen, "close", None)  # TRex: release the ports, end the worker
+            if close is not None:
+                close()
 
 
 def check_known_path(backend, generator: GeneratorParams, frame_size: int, capacity_pps: float, *,

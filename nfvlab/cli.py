@@ -5,7 +5,7 @@
     nfvlab lab render --lab-profile K8S.yaml --model M   the Kubernetes manifests of a model
     nfvlab trial --model M --frame-size N --rate-pps R --duration-s D [--json]
     nfvlab search (--model M | --port NS:IFACE --port NS:IFACE) --frame-size N --goal ndr [--json]
-    nfvlab calibrate [--frame-sizes 64,512,1518] [--json]
+    nfvlab calibrate [--frame-sizes 64,512,1518] [--json]   (TRex: its ports looped, [--port trex:N --port trex:M])
     nfvlab experiment run a|b|c|d|e|f --params P --records R [--lab-profile L] [--local-cluster]
     nfvlab experiment run a|...|f|all [--params P --records R] --dry-run   (the plan, nothing measured)
     nfvlab analyze a|b|c|d|e|f --params P --records R --metrics M [--tables DIR] [--figures DIR] [--claims C]
@@ -134,6 +134,12 @@ def _build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--frame-sizes", default=None, help="comma-separated, e.g. 64,512,1518,IMIX")
     ca.add_argument("--duration-s", type=float, default=None)
     ca.add_argument("--unidirectional", action="store_true")
+    ca.add_argument("--max-rate-pps", type=float, default=None,
+                    help="top of the ceiling search, packets/s per direction (default 3e6)")
+    ca.add_argument("--port", action="append", metavar="trex:N",
+                    help="TRex: its two ports, looped to each other (default: the lab profile's generator.ports)")
+    ca.add_argument("--dmac", action="append",
+                    help="TRex: destination MAC per direction (default: the other TRex port's source MAC)")
     ca.add_argument("--skip-known-path", action="store_true")
     ca.add_argument("--json", action="store_true")
 

@@ -218,10 +218,11 @@ def test_foreign_frames_are_not_received_test_frames(lab):
 
 
 @needs_trex
-def test_a_stretching_server_is_stopped_at_the_deadline_and_unsent_is_loss(lab):
+def test_a_stretching_server_is_stopped_at_the_deadline_and_its_shortfall_is_invalid(lab):
     """A server that needs twice the duration (as the issue's af_packet TRex did) is stopped at
-    its duration + stop_tolerance_s after its confirmed start; what it had not sent is loss,
-    never 'sent late'."""
+    its duration + stop_tolerance_s after its confirmed start; what it had not sent is never 'sent
+    late'. Half the frames short is far beyond the slip budget: the trial is invalid, the generator's
+    (tests/test_trex_ceiling.py), and its counts still say what was sent."""
     from nfvlab.traffic.trex.generator import LATE_STOP_S
     from nfvlab.trial import run_trial
 
@@ -234,8 +235,8 @@ def test_a_stretching_server_is_stopped_at_the_deadline_and_unsent_is_loss(lab):
     sched = g.last_schedule
     assert sched.sent_short
     raw = g.last_trial["result"]
-    if sched.fault is None:                                        # the stop came in time
-        assert raw["stop_late_s"] <= LATE_STOP_S
+    assert not t.valid and "TRex could not keep the rate" in t.invalid_reason
+    if raw["stop_late_s"] <= LATE_STOP_S:                          # the stop came in time
         ran_s = 1.0 + 0.01 + LATE_STOP_S                           # from the confirmed start
         assert sched.elapsed_s <= raw["start_s"] + ran_s + 1e-3
         # Half rate, from the double's start to its stop: the stop RPC reaches the double after the
@@ -243,8 +244,7 @@ def test_a_stretching_server_is_stopped_at_the_deadline_and_unsent_is_loss(lab):
         # still far short of the 2 s the server wanted (all 10 000 frames).
         assert x.sent_packets <= 10_000 * (raw["start_s"] + ran_s + 0.5) / 2.0
     else:                                                          # the worker stalled: invalid
-        assert raw["stop_late_s"] > LATE_STOP_S
-        assert not t.valid and "after the 1 s trial's deadline" in t.invalid_reason
+        assert "after the 1 s trial's deadline" in t.invalid_reason
     assert x.received_packets == x.sent_packets
     assert t.loss_ratio == pytest.approx(1 - x.sent_packets / 10_000)
     # one offered rate, computed one way: the trial's and the direction's agree
@@ -286,8 +286,9 @@ def test_ndr_through_a_replaying_server_never_exceeds_the_dut(lab, dut_pps, ceil
     from nfvlab.params import SearchParams, TrafficParams
 
     d, g = lab({"capacity_pps": dut_pps, "tx_ceiling_pps": ceiling_pps}, latency_pps=0)
+    # a rate the server cannot send is invalid (its shortfall) and repeated: 3 repeats keep this short
     sp = SearchParams(method="rfc2544", ndr=True, pdr_loss_ratio=None, min_rate_pps=5_000, relative_width=0.02,
-                      final_trial_duration_s=1.0)
+                      final_trial_duration_s=1.0, max_invalid_repeats=3)
     (r,) = search(measurer(g, 64, TrafficParams(bidirectional=False), search=sp), 64, sp,
                   max_rate_pps=200_000, progress=False)
     assert r.throughput_pps <= dut_pps
@@ -345,7 +346,8 @@ def test_identity_describe_and_release(lab):
     d, g = lab()
     ident = g.identity()
     assert ident["name"] == "trex" and ident["version"] == "v3.02"
-    assert set(ident) == {"name", "version", "ports", "host"}
+    assert set(ident) == {"name", "version", "ports", "host", "core_mask"}
+    assert ident["core_mask"] == "all"                    # params.core_mask None: TRex's own split
     assert "net_af_packet" in ident["ports"]
     desc = g.describe()
     assert desc["server"] == f"127.0.0.1:{d.sync_port}" and desc["client_used"] == "v3"

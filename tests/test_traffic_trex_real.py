@@ -105,7 +105,8 @@ def test_short_search_through_a_real_server(generator):
     from nfvlab.search import rfc2544_search
     from nfvlab.trial import GeneratorMeasurer
 
-    # 2 Mpps is far above what TRex sends on af_packet ports here (~0.2-0.4 Mpps): unsent is loss
+    # 2 Mpps is far above what TRex sends on af_packet ports here (~0.2-0.4 Mpps): such a trial is
+    # invalid (TRex's shortfall beyond the slip budget), repeated, then the rate counts as not offered
     res = rfc2544_search(GeneratorMeasurer(generator, 64), 1000, 2_000_000, loss_ratio=0.005,
                          relative_width=0.1, duration_s=1.0)
     print("TRex PDR (0.5 %) on this host:", res.throughput_pps, "pps in", res.n_trials, "trials")

@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import json
+from typing import Optional
 
 from nfvlab import params as P
 from nfvlab.commands.common import CliError, _check_outputs, _lab_params
+
+#: Top of the ceiling search, packets/s per direction, unless ``--max-rate-pps`` says otherwise.
+DEFAULT_MAX_RATE_PPS = 3e6
 
 
 def cmd_calibrate(a) -> int:
@@ -26,12 +30,21 @@ def cmd_calibrate(a) -> int:
     a.duration_s = cp.duration_s if a.duration_s is None else a.duration_s
     if not 0 < a.duration_s <= MAX_DURATION_S:  # also refuses nan and inf
         raise CliError(f"--duration-s {a.duration_s:g}: must be above 0 and at most {MAX_DURATION_S:g} s")
+    if a.max_rate_pps is not None and not (1000.0 < a.max_rate_pps < float("inf")):  # also refuses nan
+        raise CliError(f"--max-rate-pps {a.max_rate_pps:g}: must be above 1000 (where the search starts) and finite")
+    max_rate = a.max_rate_pps or DEFAULT_MAX_RATE_PPS
     a.unidirectional = a.unidirectional or not cp.bidirectional
     lab = _lab_params(a)
     _check_outputs(out=(a.out or lab.calibration, "file"))
-    backend = labs.backend_for(lab)
+    ports, dmacs = _ports(a, lab)
+    # Through user-named ports (TRex's, looped) there is no tbf bridge nfvlab builds: no known-path check.
+    known_path = not a.skip_known_path and not ports
+    try:
+        backend = labs.backend_for(lab, ports=ports, dmacs=dmacs)
+    except labs.LabError as err:
+        raise CliError(str(err)) from None
     reasons = backend.ready() or backend.check(Scenario("direct-cable")) or (
-        [] if a.skip_known_path else backend.check(Scenario("tbf-bridge", known_path=_dummy_known_path())))
+        backend.check(Scenario("tbf-bridge", known_path=_dummy_known_path())) if known_path else [])
     if reasons:
         raise CliError(reasons[0])
     try:
@@ -39,6 +52,8 @@ def cmd_calibrate(a) -> int:
     except ValueError as err:
         raise CliError(str(err)) from None
     report = {"file": str(cal.path), "ceilings": {}, "known_path": {}}
+    if ports and not a.skip_known_path:
+        report["known_path_skipped"] = "user-named ports: no tbf bridge of nfvlab's between them"
     # tx: auto uses either TX path (per scenario), so both get their ceiling; the first is the
     # path auto prefers, whose ceiling the known-path check below is set against.
     paths = tx_paths(lab.generator) or (None,)
@@ -48,7 +63,8 @@ def cmd_calibrate(a) -> int:
             if tx == "xdp" and not isinstance(fs, str) and fs > XDP_MAX_FRAME_BYTES and len(paths) > 1:
                 continue  # auto sends these through the socket path
             r, identity = calibrate.generator_ceiling(backend, gen_params, fs, bidirectional=not a.unidirectional,
-                                                      duration_s=a.duration_s, progress=not a.json)
+                                                      duration_s=a.duration_s, max_rate_pps=max_rate,
+                                                      progress=not a.json)
             cal.put(identity, fs, r, bidirectional=not a.unidirectional)
             cal.save()
             # "ceilings": per size, the path auto uses (measured last: paths run in reverse preference)
@@ -59,7 +75,7 @@ def cmd_calibrate(a) -> int:
                 print(f"generator ceiling at {fs} B{f' (tx {tx})' if tx else ''}: {r.throughput_pps:,.0f} pps "
                       f"per direction ({'bi' if not a.unidirectional else 'uni'}directional, {r.n_trials} "
                       f"trials) -> {cal.path}")
-    if not a.skip_known_path:
+    if known_path:
         for fs in sizes:
             if isinstance(fs, str):
                 continue
@@ -74,6 +90,27 @@ def cmd_calibrate(a) -> int:
     if a.json:
         print(json.dumps(report, indent=1))
     return 0
+
+
+def _ports(a, lab: P.LabParams) -> tuple[Optional[list[str]], Optional[list[str]]]:
+    """``(ports, dmacs)`` the ceiling is measured through: none for the embedded lab (its direct cable);
+    for TRex, ``--port`` or the lab profile's TRex ports looped to each other, each direction sent to
+    the other port's source MAC unless ``--dmac`` says otherwise."""
+    from nfvlab.labs.external import GENERATOR_NS
+
+    if lab.generator.kind != "trex":
+        if a.port or a.dmac:
+            raise CliError("--port/--dmac: only for a TRex generator (the embedded one calibrates on "
+                           "the lab's own direct cable)")
+        return None, None
+    want = [f"{GENERATOR_NS}:{x}" for x in lab.generator.ports]
+    ports = a.port or want
+    if ports != want:
+        raise CliError(f"--port: the lab profile's TRex ports are {' '.join(want)} (generator.ports), "
+                       f"got {' '.join(ports)}")
+    # a loop (cable or bridge between the two ports): each frame goes to the other port's own MAC
+    looped = [f"02:00:00:00:00:{x + 1:02x}" for x in reversed(lab.generator.ports)]
+    return ports, a.dmac or looped
 
 
 def _dummy_known_path():

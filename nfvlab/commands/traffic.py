@@ -125,7 +125,7 @@ def cmd_search(a) -> int:
                   "lab": lab.model_dump(), "generator_ceiling_pps": ceiling}
         with _writer(a, "search", params) as rec:
             out = _search_in(a, sp, gen, traffic, model, max_rate, ceiling, rec, trials)
-    return _print_search(a, sp, out, trials, max_rate, calibration, model)
+    return _print_search(a, sp, out, trials, max_rate, calibration, model, ceiling)
 
 
 def _search_in(a, sp, gen, traffic, model: str, max_rate: float, ceiling, rec, trials: list):
@@ -146,14 +146,19 @@ def _search_in(a, sp, gen, traffic, model: str, max_rate: float, ceiling, rec, t
     return out
 
 
-def _print_search(a, sp, out, trials: list, max_rate: float, calibration, model: str) -> int:
+def _print_search(a, sp, out, trials: list, max_rate: float, calibration, model: str,
+                  ceiling: Optional[float]) -> int:
     if a.goal == "sweep":
         if a.json:
             print(out.to_json(orient="records", indent=1))
         else:
             print(out.to_string(index=False))
         return 0
-    summary = {"model": model, "frame_size": a.frame_size, "method": sp.method, "max_rate_pps": max_rate}
+    summary = {"model": model, "frame_size": a.frame_size, "method": sp.method, "max_rate_pps": max_rate,
+               "generator_ceiling_pps": ceiling}
+    if ceiling is None:  # generator_limited unknown, never silently "not limited"
+        summary["generator_limited_note"] = (f"generator not calibrated at {a.frame_size} B in {calibration.path}: "
+                                             "run `nfvlab calibrate` with this lab profile")
     for r in out:
         summary[f"{r.goal}_pps"] = r.throughput_pps
     summary["results"] = [{k: v for k, v in r.to_dict().items() if k != "trials"} for r in out]

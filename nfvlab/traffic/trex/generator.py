@@ -25,7 +25,9 @@ Trial semantics (the embedded generator's, docs/measurement.md and docs/trex.md)
   backpressures the server makes it late, as a veth path does). Rates are computed one way:
   sent frames over the intended duration. A trial whose stop came more than
   :data:`LATE_STOP_S` after the deadline (the worker stalled, frames left late) is invalid
-  (:attr:`last_schedule`), and a search repeats it.
+  (:attr:`last_schedule`), and a search repeats it; so is one whose server sent short of its
+  intended frames by more than :data:`SHORTFALL_BUDGET` (:func:`shortfall_fault`: the
+  generator could not keep the rate; within the budget the unsent frames stay loss).
 """
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 from nfvlab.linerate import IMIX, FrameSize, mean_frame_bytes
 from nfvlab.scenario.topology import Stream
@@ -63,6 +65,11 @@ def first_sport(flows: int) -> int:
 LOAD_DPORT = 1024
 PROBE_DPORT = 7878  # as nfvlab-gen's probes
 PROBE_FRAME_IMIX = 64
+#: A direction may send this share of its intended frames short (plus one frame of rounding) and still
+#: offer its rate, the shortfall counting as loss: the embedded generator's slip budget (its schedule
+#: slips by at most 1 % of the duration, so it sends up to 1 % of the frames late). Beyond it the
+#: trial is invalid (:func:`shortfall_fault`).
+SHORTFALL_BUDGET = 0.01
 #: The stop came this long after the deadline (this process stalled: the VM stalls threads for
 #: 20-30 ms): frames that left after it would count as offered on time; the trial is invalid.
 LATE_STOP_S = 0.02
@@ -82,15 +89,42 @@ def stop_at_s(duration_s: float, tolerance_s: float) -> float:
     return duration_s + tolerance_s
 
 
+def shortfall_fault(directions: Iterable[DirectionStats]) -> Optional[str]:
+    """Why a TRex trial is invalid because the server could not keep its rate, or None.
+
+    A direction whose server sent fewer than its intended frames by more than
+    :data:`SHORTFALL_BUDGET` of them (plus one frame of rounding) did not offer the rate: the
+    server could not keep it (its own ceiling, or a catch-up it could not finish by the deadline).
+    Such a shortfall is the generator's, never scored as the DUT's loss; a shortfall within the
+    budget stays loss, as the embedded generator's slip within its budget does."""
+    worst = None
+    for d in directions:
+        short = d.intended_packets - d.sent_packets
+        if short > SHORTFALL_BUDGET * d.intended_packets + 1 and (
+                worst is None or short / d.intended_packets > worst[0]):
+            worst = (short / d.intended_packets, d)
+    if worst is None:
+        return None
+    share, d = worst
+    return (f"TRex could not keep the rate: it sent {d.sent_packets} of {d.intended_packets} frames "
+            f"({d.tx_port} -> {d.rx_port}, {share:.1%} short, beyond the {SHORTFALL_BUDGET:.0%} slip budget): "
+            "the generator's shortfall, not DUT loss")
+
+
 def schedule(tx_seconds: float, duration_s: float, tolerance_s: float,
-             sent_short: bool = False, stop_late_s: float = 0.0) -> Schedule:
-    """How a TRex trial kept its schedule: invalid when its traffic ended (stopped, or finished) more than :data:`LATE_STOP_S`
-    after the deadline; ``sent_short``: the server was stopped at the deadline with frames unsent."""
+             sent_short: bool = False, stop_late_s: float = 0.0, shortfall: Optional[str] = None) -> Schedule:
+    """How a TRex trial kept its schedule: invalid when its traffic ended (stopped, or finished) more than
+    :data:`LATE_STOP_S` after the deadline, or when the server sent short beyond the slip budget
+    (``shortfall``: :func:`shortfall_fault`'s reason); ``sent_short``: the server was stopped at the deadline
+    with frames unsent."""
     budget = stop_at_s(duration_s, tolerance_s) - duration_s
-    fault = None
+    faults = []
     if stop_late_s > LATE_STOP_S:
-        fault = (f"TRex traffic ended {stop_late_s:.3f} s after the {duration_s:g} s trial's deadline "
-                 f"(+{budget:g} s): frames sent after it would count as offered on time")
+        faults.append(f"TRex traffic ended {stop_late_s:.3f} s after the {duration_s:g} s trial's deadline "
+                      f"(+{budget:g} s): frames sent after it would count as offered on time")
+    if shortfall:
+        faults.append(shortfall)
+    fault = "; ".join(faults) or None
     over = max(0.0, tx_seconds - duration_s)
     return Schedule(stall_s=over, stall_max_s=over, stalls=int(sent_short or fault is not None), budget_s=budget,
                     stall_threshold_s=budget, elapsed_s=tx_seconds, fault=fault, sent_short=sent_short)
@@ -327,7 +361,8 @@ class TrexGenerator:
 
     # ------------------------------------------------------------ protocol
     def identity(self) -> dict:
-        """Server version, the TRex ports (driver, speed) and the server host: the ceiling's keys."""
+        """Server version, the TRex ports (id and driver), the server host (DP cores) and the DP core
+        mask the trials use: what TRex's ceiling depends on, so what calibration is keyed by."""
         info = self.connect()
         ports = ", ".join(
             f"{x}:{(info['ports'].get(str(x)) or {}).get('driver') or '?'}"
@@ -335,8 +370,9 @@ class TrexGenerator:
         sysinfo = info.get("system") or {}
         host = f"{sysinfo.get('hostname') or self.params.server} ({sysinfo.get('core_type') or '?'}" \
                f", {sysinfo.get('dp_core_count') or '?'} DP cores)"
+        mask = self.params.core_mask
         return {"name": self.name, "version": str(info.get("server_version")),
-                "ports": ports, "host": host}
+                "ports": ports, "host": host, "core_mask": "all" if mask is None else hex(mask)}
 
     def describe(self) -> dict:
         p = self.params
@@ -411,7 +447,7 @@ class TrexGenerator:
             float(res.get("tx_seconds") or duration_s), duration_s, p.stop_tolerance_s,
             sent_short=res.get("stopped_by") == "client"
             and any(d.sent_packets < d.intended_packets for d in dirs),
-            stop_late_s=float(res.get("stop_late_s") or 0.0))
+            stop_late_s=float(res.get("stop_late_s") or 0.0), shortfall=shortfall_fault(dirs))
         return dirs
 
     # ------------------------------------------------------------ counters
