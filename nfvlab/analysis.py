@@ -393,7 +393,7 @@ def metric_values(table: pd.DataFrame, keys: list[str], unit: str, prefix: str =
 def claim_counts(table: pd.DataFrame) -> dict:
     """DVC metrics ``claims/<verdict>``: how many rows of a claims table have each verdict."""
     v = table["verdict"]
-    return {f"claims/{name.replace(' ', '_')}": int((v == name).sum()) for name in claims.VERDICTS}
+    return {f"claims/{name.replace(' ', '_').replace('-', '_')}": int((v == name).sum()) for name in claims.VERDICTS}
 
 
 def throughput_figure(table: pd.DataFrame, title: str, path: Path, dpi: int = 110) -> Path:

@@ -159,12 +159,6 @@ def not_testable(comp: Comparison, why: str, rec: RecordWriter, bar) -> None:
     bar.note(f"paired {comp.key}: not testable: {why}")
 
 
-def _offered_pps(params: ExperimentParams, arm: Arm) -> float:
-    """The highest rate an arm's blocks offer, per direction."""
-    pp = params.paired
-    return arm.ndr_pps * (pp.span if pp.metric == "ndr" else pp.overload)
-
-
 def _compare(params: ExperimentParams, backend, ceiling, comp: Comparison, rec: RecordWriter, bar, t_end: float,
              counter: str) -> None:
     pp = params.paired

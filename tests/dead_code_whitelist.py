@@ -26,6 +26,7 @@ _._frame_sizes_of_this_lab
 _._one  # K8sPlacement: node or node_labels
 _._not_empty  # CniExperimentParams
 _._seconds_number  # AdaptiveParams
+_._looks_fit  # PairedParams
 _._every_path_carries_pods
 ProfileParams  # the schema of params/profile.yaml, which DVC's templating reads (tests/test_params.py checks it)
 

@@ -107,8 +107,9 @@ def test_metrics_count_every_verdict(tmp_path):
     write(p, {"smartnic-direct": 200_000, "afxdp-cni": 190_000, "ovs-dpdk-vhost": 120_000, "ovs-afxdp": 60_000})
     m = experiments.get("a").metrics(experiments.tables("a", p))
     assert {k: v for k, v in m.items() if k.startswith("claims/")} == {
-        "claims/holds": 2, "claims/contradicted": 0, "claims/inconclusive": 0, "claims/not_testable": 0}
-    assert set(claims.VERDICTS) == {"holds", "contradicted", "inconclusive", "not testable"}
+        "claims/holds": 2, "claims/contradicted": 0, "claims/inconclusive": 0, "claims/metric_dependent": 0,
+        "claims/not_testable": 0}
+    assert set(claims.VERDICTS) == {"holds", "contradicted", "inconclusive", "metric-dependent", "not testable"}
 
 
 def test_outputs_are_byte_identical_when_rewritten(tmp_path):

@@ -160,7 +160,7 @@ def test_write_experiment_is_deterministic_and_its_metrics_count_the_verdicts(tm
     metrics = json.loads((tmp_path / "m1.json").read_text())
     claims = pd.read_csv(tmp_path / "t1/experiment_e_claims.csv")
     assert {k: v for k, v in metrics.items() if k.startswith("claims/")} == {
-        f"claims/{v.replace(' ', '_')}": int((claims["verdict"] == v).sum()) for v in nfvlab_claims.VERDICTS}
+        f"claims/{v.replace(' ', '_').replace('-', '_')}": int((claims["verdict"] == v).sum()) for v in nfvlab_claims.VERDICTS}
     assert metrics["tcp/vxlan/9000/pod-pod/goodput_gbps"] == 6.4
     assert metrics["http/direct/9000/host-pod/1000000/requests_per_s"] == 1000.0
 

@@ -317,7 +317,7 @@ def test_an_mtu_above_what_a_models_ports_carry_is_refused_before_any_lab(tmp_pa
 def _b(**adaptive) -> P.ExperimentParams:
     """Experiment B's quick params (pinning none / shared / exclusive x NUMA s1..s4, 1518 B, 3 repetitions),
     fixed-n or with the ``adaptive`` section given (its file's replaced)."""
-    over = {"latency_load_fractions": [],
+    over = {"latency_load_fractions": [], "paired": None,
             "adaptive": {"max_repetitions": 6, "step": 1, "seconds": None, "give_up_above": None, **adaptive}
             if adaptive else None}
     return P.load_experiment(REPO / "params/quick/experiment_b.yaml", REPO / "params/lab.yaml", over)
@@ -616,3 +616,25 @@ def test_an_adaptive_search_run_adds_labelled_repetitions_within_its_plan_and_en
     assert bool(added_trials) == bool(added) and all(t["labels"]["repetition"] == 2 for t in added_trials)
     assert analysis.plan_of(records) == X.claims.Plan(2, 1, 3)
     assert "b-tiny: adaptive repetitions: stopped: " in capsys.readouterr().out
+
+
+def test_experiments_without_claims_refuse_a_paired_phase_in_one_line_before_anything_exists(tmp_path, monkeypatch):
+    monkeypatch.setattr("nfvlab.labs.backend_for", lambda *a, **k: pytest.fail("a lab backend was asked for"))
+    p = P.load_experiment(REPO / "params/quick/experiment_d.yaml", REPO / "params/lab.yaml", {"paired": {}})
+    with pytest.raises(InputError, match=r"^paired: the paired phase decides the claims of experiments A, B and C, "
+                                         r"not d-[^\n]*: remove paired: from its params$"):
+        run_experiment(p, tmp_path / "d.jsonl", progress=False)
+    assert not (tmp_path / "d.jsonl").exists()
+
+
+def test_a_lab_of_one_scenario_at_a_time_records_every_comparison_not_testable_with_why(tmp_path, monkeypatch):
+    backend, searched = _fake_lab(monkeypatch)  # a backend without parallel_labs, as the Kubernetes lab
+    p = _b().model_copy(update={"paired": P.PairedParams()})
+    run_experiment(p, tmp_path / "b.jsonl", backend=backend, progress=False)
+    notes = [r["labels"] for r in read_records(tmp_path / "b.jsonl")
+             if r["type"] == "note" and r["labels"].get("kind") == "paired"]
+    # B at s1 without exclusive pinning: "shared > none" is what is left, and its A/A control
+    assert [(n["a"], n["b"], n["control"]) for n in notes] == [
+        (_bkey("shared"), _bkey("shared"), True), (_bkey("shared"), _bkey("none"), False)]
+    assert all(n["verdict"] == "not testable" and "one scenario at a time" in n["reason"] for n in notes)
+    assert len(searched) == 6  # the searches ran as without a paired phase; no trial of a paired block

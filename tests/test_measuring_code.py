@@ -77,12 +77,14 @@ def test_a_seam_made_eager_drags_its_lab_in(pkg):
 
 
 def test_a_new_module_is_measuring_code_once_measuring_code_imports_it(pkg):
-    assert "paired.py" not in _rel(mc.measuring_files("embedded", pkg), pkg)  # today: analysing only
-    (pkg / "pairing.py").write_text('"""The paired phase."""\nfrom nfvlab import paired\n')
-    assert "paired.py" not in _rel(mc.measuring_files("embedded", pkg), pkg)  # nothing measuring imports it yet
-    _append(pkg / "experiment.py", "\nfrom nfvlab import pairing  # noqa\n")
+    (pkg / "newstats.py").write_text('"""Pure statistics, imported by nothing yet."""\n')
+    assert "newstats.py" not in _rel(mc.measuring_files("embedded", pkg), pkg)
+    (pkg / "newphase.py").write_text('"""A new phase of the runner."""\nfrom nfvlab import newstats\n')
+    assert "newstats.py" not in _rel(mc.measuring_files("embedded", pkg), pkg)  # nothing measuring imports it yet
+    _append(pkg / "experiment.py", "\nfrom nfvlab import newphase  # noqa\n")
     files = _rel(mc.measuring_files("embedded", pkg), pkg)
-    assert {"pairing.py", "paired.py"} <= files
+    assert {"newphase.py", "newstats.py"} <= files
+    assert {"pairing.py", "paired.py"} <= files  # the paired phase's modules, so
 
 
 @pytest.mark.parametrize("kind, refused", [

@@ -217,10 +217,10 @@ def test_adaptive_absent_is_a_fixed_n_run_and_present_has_its_defaults(tmp_path)
         for letter in "df":  # no claims in nfvlab.claimsets: fixed-n (the runner refuses adaptive)
             keys = yaml.safe_load((REPO / f"params/{profile}/experiment_{letter}.yaml").read_text())
             assert "adaptive" not in keys  # a comment may say why not; the key is what counts
-        for letter in "abc":  # the search experiments with their claims in nfvlab.claimsets: adaptive
+        for letter in "abc":  # the search experiments with their claims in nfvlab.claimsets: paired blocks
             p = P.load_experiment(REPO / f"params/{profile}/experiment_{letter}.yaml", REPO / "params/lab.yaml")
-            assert p.adaptive is not None and p.adaptive.max_repetitions > p.repetitions
-            assert p.adaptive.seconds is not None  # the pipeline's time is bounded
+            assert p.adaptive is None and p.paired is not None and p.paired.max_blocks > p.paired.first_blocks
+            assert (p.paired.seconds is not None) == (profile == "quick")  # the quick pipeline's time is bounded
 
 
 def test_frame_sizes_by_lab_keeps_a_subset_on_that_lab_only():
