@@ -67,8 +67,9 @@ def ndr(frame_size: int, sp: SearchParams, traffic: dict, tx: str) -> tuple[floa
     with measure.bench(EmbeddedLab(), GeneratorParams(tx=tx), scenario, tp) as (session, gen):
         reshape(session.info["lab_id"], frame_size)
         meas = measure.measurer(gen, frame_size, tp, search=sp)
-        (r,) = measure.search(meas, frame_size, sp, max_rate_pps=MAX_RATE_X * CAPACITY_PPS, progress=False)
-        reasons = [t.invalid_reason for t in r.trials if not t.valid]
+        reasons: list[str] = []
+        (r,) = measure.search(meas, frame_size, sp, max_rate_pps=MAX_RATE_X * CAPACITY_PPS, progress=False,
+                              on_trial=lambda t: reasons.extend([] if t.valid else [t.invalid_reason or ""]))
         return r.throughput_pps or 0.0, r.n_trials, r.invalid_trials, gen.tx, (reasons[0] if reasons else "")
 
 

@@ -42,8 +42,9 @@ was not running when its schedule needed it, outside send calls (see Stalls in
 load could not leave on schedule through the generator's fault:
 :attr:`EmbeddedGenerator.last_schedule` carries the fault and the trial is
 invalid (docs/methodology.md). So is a trial in which a stream left frames unsent
-while the slip its own time off the CPU caused (``slip_own_s``: gaps of at least
-20 us while a frame was due, outside send calls and the XDP loop's softirq work)
+while the slip its own time off the CPU caused (``slip_own_s``: gaps while a frame
+was due outside send calls, over 1 ms on the socket path, of at least 20 us on the
+XDP path outside its softirq work between batches)
 exceeds the budget: those frames are the generator's, never the DUT's loss
 (:func:`own_lateness_fault`). Frames the kernel held back while the sender was
 running (backpressure from the DUT) stay loss.
