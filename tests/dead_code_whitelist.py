@@ -40,6 +40,7 @@ stall_max_s  # Schedule: in every trial record's extra.schedule (docs/records.md
 stalls
 stall_threshold_s
 softirq_gap_s  # Schedule: in every trial record's extra.schedule (docs/records.md)
+slip_own_s  # Schedule: in every trial record's extra.schedule (docs/records.md)
 elapsed_s
 sent_bps  # iperf3 / wrk results of experiment E (nfvlab/traffic/tcp.py, docs/records.md)
 received_bytes

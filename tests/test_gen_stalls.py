@@ -17,7 +17,7 @@ import test_gen_binary as tgb
 from test_gen_binary import clean_gen, run, run_gen, stream
 
 from nfvlab.traffic.embedded import tx_object
-from nfvlab.traffic.embedded.generator import schedule
+from nfvlab.traffic.embedded.generator import own_lateness_fault, schedule
 
 pytestmark = pytest.mark.lab
 gen, count, pair = tgb.gen, tgb.count, tgb.pair  # the fixtures of the socket path's tests
@@ -80,6 +80,49 @@ def test_the_xdp_loops_softirq_gaps_are_short_and_an_injected_stall_is_never_one
     assert out["stall_max_s"] >= 0.029, out  # the injected 30 ms: a stall, never softirq work
     sched = schedule(out)
     assert sched.softirq_gap_s == gap_s and sched.fault is not None
+
+
+@pytest.mark.parametrize("path", ["socket", "xdp"])
+def test_after_an_injected_stall_no_send_exceeds_a_burst_and_the_unsent_are_the_generators(
+        gen, count, xdp, pair, path):
+    """A stall beyond the slip budget is never caught up in a burst: no send of more than ``burst``
+    frames (the XDP loop: no run of more than ``burst`` frames in a row), the schedule slips by the
+    whole lag, and the frames not sent when the window ends (0.5 s + 5 ms) are counted unsent, the
+    generator's fault, not loss. (Before: batches of 64 frames, which a shallow-buffer DUT drops.)"""
+    a, b = pair
+    if path == "xdp":
+        run("ip", "netns", "exec", b.ns, "ethtool", "-K", b.ifname, "gro", "on")  # veth NAPI for XDP frames
+    out = run_gen(gen, "--duration-s", "0.5", "--latency-pps", "100", *count, *(xdp if path == "xdp" else []),
+                  "--inject-stall-ms", "40", "--inject-stall-at-s", "0.2", "--stream", stream(a, b, 20000))
+    (s,) = out["streams"]
+    assert out["tx"] == path and s["burst"] == 2
+    assert 1 <= s["max_batch"] <= s["burst"], s
+    assert s["sent"] + s["send_errors"] + s["unsent"] == s["intended"] == 10000, s
+    assert s["received_load"] == s["sent"], s  # the pair lost nothing: the shortfall is all unsent
+    assert s["unsent"] >= 0.9 * (0.04 - 0.005) * 20000, s  # the stall less the budget, never sent
+    assert s["slip_own_s"] >= 0.035, s
+    sched = schedule(out)
+    assert sched.slip_own_s == s["slip_own_s"]
+    assert sched.fault is not None and sched.fault.startswith("generator "), sched.fault
+
+
+def _late(unsent, own_s):
+    return {"slip_budget_s": 0.005, "streams": [{"unsent": unsent, "slip_own_s": own_s}]}
+
+
+@pytest.mark.parametrize("report, fault", [
+    (_late(120, 0.0051), "generator off its CPU 5.1 ms while frames were due (its own lateness), beyond the "
+                         "5.0 ms its schedule absorbs: 120 frames left unsent rather than sent as a burst"),
+    (_late(120, 0.005), None),   # within the budget: the lag grew inside sends (backpressure): loss
+    (_late(0, 0.030), None),     # every frame sent: nothing to blame on anyone
+    ({"slip_budget_s": 0.005, "streams": [{"unsent": 0, "slip_own_s": 0.03},
+                                          {"unsent": 7, "slip_own_s": 0.006}]},
+     "generator off its CPU 6.0 ms while frames were due (its own lateness), beyond the "
+     "5.0 ms its schedule absorbs: 7 frames left unsent rather than sent as a burst"),
+])
+def test_unsent_frames_are_the_generators_only_when_its_own_lateness_exceeds_the_budget(report, fault):
+    assert own_lateness_fault(report) == fault
+    assert schedule(report).fault == fault
 
 
 def test_the_schedule_rule_reads_the_softirq_gaps_apart_from_the_stalls():

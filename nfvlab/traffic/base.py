@@ -53,6 +53,9 @@ class Schedule:
     """Gaps of the XDP path's loop between two batches (up to 5 ms each) that were the kernel's
     softirq work, the DUT's on veth, not stalls, seconds: what they kept from leaving on time
     is loss (docs/measurement.md, "Two TX paths")."""
+    slip_own_s: float = 0.0
+    """How far the schedule slipped through the sender's own time off its CPU (nfvlab-gen:
+    the most of any stream), seconds: beyond ``budget_s`` with frames left unsent, a fault."""
     elapsed_s: Optional[float] = None
     """Time the traffic actually took, seconds (None: not measured)."""
     fault: Optional[str] = None

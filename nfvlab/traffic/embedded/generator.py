@@ -28,19 +28,26 @@ generator could not send by the deadline (kernel backpressure) are reported as
 
 Pacing: the TX thread runs ``SCHED_FIFO`` where permitted (root or
 CAP_SYS_NICE; otherwise ``SCHED_OTHER``, and the report says which), sleeping
-until each frame is due and sending at most the frames due in 50 us at once.
-After a stall the schedule slips instead of sending a catch-up burst, by at
-most 1 % of the duration (``slip_s`` per stream in the report; see Pacing in
-``nfvlab_gen_pacing.c``). Measured on a busy 2-vCPU VM: a shallow-buffer DUT's NDR
-went from -20 % to within 1 % of its capacity at 1518 B.
+until shortly before each frame is due and sending at most the frames due in 50 us
+at once. A stream that fell behind never catches up in a burst (``max_batch`` per
+stream in the report: the most frames sent at once, at most ``burst``): its
+schedule slips so the frames keep their spacing (``slip_s``), and what it has not
+sent when the trial's window ends (the duration plus the slip budget, 1 % of it)
+is ``unsent``; see Pacing in ``nfvlab_gen_pacing.c``. Measured on a busy 2-vCPU
+VM: a shallow-buffer DUT's NDR went from -20 % to within 1 % of its capacity at 1518 B.
 
 Validity: the TX loop (or, on the XDP path, its BPF program) counts the time it
 was not running when its schedule needed it, outside send calls (see Stalls in
 ``nfvlab_gen_pacing.c``). When those stalls add up to more than the slip budget, the
 load could not leave on schedule through the generator's fault:
 :attr:`EmbeddedGenerator.last_schedule` carries the fault and the trial is
-invalid (docs/methodology.md). Frames the kernel held back while the sender
-was running (backpressure from the DUT) stay loss.
+invalid (docs/methodology.md). So is a trial in which a stream left frames unsent
+while the slip its own time off the CPU caused (``slip_own_s``: gaps while a frame
+was due outside send calls, over 1 ms on the socket path, of at least 20 us on the
+XDP path outside its softirq work between batches)
+exceeds the budget: those frames are the generator's, never the DUT's loss
+(:func:`own_lateness_fault`). Frames the kernel held back while the sender was
+running (backpressure from the DUT) stay loss.
 
 XDP transmit (``tx="xdp"``): load frames leave through an XDP program that the
 kernel runs in its live-frames mode (``nfvlab_tx.h``), paced by the program on
@@ -96,10 +103,31 @@ def xdp_sent_short(report: dict) -> bool:
                     for s in streams))
 
 
+def own_lateness_fault(report: dict) -> Optional[str]:
+    """Why the frames nfvlab-gen left unsent are its own (None: they are not, or none were left).
+
+    A stream that fell behind slips its schedule instead of sending a catch-up burst; what it
+    has not sent at the end of the trial's window is ``unsent``. When the part of its slip that
+    the TX loop's own time off its CPU caused (``slip_own_s``) exceeds the slip budget, the
+    schedule could not absorb the generator's own lateness: the unsent frames are the
+    generator's and the trial is invalid. Otherwise the lag grew inside send calls (the kernel
+    holding the sender back, the DUT's work on the sender's CPU) and they are loss."""
+    budget_s = float(report.get("slip_budget_s", 0.0))
+    late = [s for s in report.get("streams", [])
+            if int(s.get("unsent", 0)) > 0 and float(s.get("slip_own_s", 0.0)) > budget_s]
+    if not late:
+        return None
+    own_s = max(float(s["slip_own_s"]) for s in late)
+    return (f"generator off its CPU {own_s * 1e3:.1f} ms while frames were due (its own lateness), beyond the "
+            f"{budget_s * 1e3:.1f} ms its schedule absorbs: {sum(int(s['unsent']) for s in late)} frames "
+            f"left unsent rather than sent as a burst")
+
+
 def schedule(report: dict) -> Schedule:
     """How nfvlab-gen kept its schedule (its report's stall figures), with the fault when its
-    stalls exceeded what the schedule can absorb (the slip budget), and ``sent_short`` when the
-    XDP path's shortfall is all the trial lost (:func:`xdp_sent_short`)."""
+    stalls exceeded what the schedule can absorb (the slip budget) or it left frames unsent
+    through its own lateness (:func:`own_lateness_fault`), and ``sent_short`` when the XDP
+    path's shortfall is all the trial lost (:func:`xdp_sent_short`)."""
     stall_s, budget_s = float(report.get("stall_total_s", 0.0)), float(report.get("slip_budget_s", 0.0))
     elapsed = max((float(s.get("tx_elapsed_s", 0.0)) for s in report.get("streams", [])), default=None)
     fault = None
@@ -107,10 +135,13 @@ def schedule(report: dict) -> Schedule:
         fault = (f"generator stalled {stall_s * 1e3:.1f} ms in {report.get('stalls', 0)} stall(s) (longest "
                  f"{float(report.get('stall_max_s', 0.0)) * 1e3:.1f} ms), beyond the {budget_s * 1e3:.1f} ms its "
                  f"schedule absorbs: the load did not leave on schedule")
+    fault = fault or own_lateness_fault(report)
+    own_s = max((float(s.get("slip_own_s", 0.0)) for s in report.get("streams", [])), default=0.0)
     return Schedule(stall_s=stall_s, stall_max_s=float(report.get("stall_max_s", 0.0)),
                     stalls=int(report.get("stalls", 0)), budget_s=budget_s,
                     stall_threshold_s=float(report.get("stall_threshold_s", 0.0)),
-                    softirq_gap_s=float(report.get("softirq_gap_s", 0.0)), elapsed_s=elapsed, fault=fault,
+                    softirq_gap_s=float(report.get("softirq_gap_s", 0.0)), slip_own_s=own_s,
+                    elapsed_s=elapsed, fault=fault,
                     sent_short=xdp_sent_short(report))
 
 

@@ -12,8 +12,11 @@
  *
  * Pacing (see "Pacing" in nfvlab_gen_pacing.c): the TX thread runs
  * SCHED_FIFO where permitted (--sched), sends at most the frames due in
- * PACE_NS at once, and after a stall slips its schedule (by at most MAX_SLIP
- * of the duration: "slip_s") rather than sending a catch-up burst.
+ * PACE_NS at once ("burst"), and never a catch-up burst ("max_batch" <=
+ * "burst"): after it fell behind its schedule slips ("slip_s"), and what a
+ * stream has not sent when the window (the duration plus MAX_SLIP of it) ends
+ * is "unsent"; the generator's fault when the slip its own time off the CPU
+ * caused ("slip_own_s") exceeds the budget, else loss.
  *
  * Exit codes: 0 ok, 2 bad arguments, 3 setup failure, 130 interrupted.
  * Frame sizes include the 4-byte FCS (RFC 2544), which veth does not carry,

@@ -28,7 +28,7 @@
 #define MAX_STREAMS NFVL_MAX_STREAMS
 #define MAX_SIZES 16
 #define MAX_PERIOD 10000
-#define MAX_BATCH 64    /* frames per sendmmsg when behind schedule (32..256 measured alike) */
+#define MAX_BATCH 64    /* most frames per sendmmsg: a burst is at most this (stream_burst) */
 #define MIN_FRAME 64
 #define MAX_FRAME 9018
 #define FCS_LEN 4
@@ -42,6 +42,7 @@
 #define MAX_SLIP 0.01        /* fraction of the duration a schedule may slip after stalls */
 #define STALL_NS 1000000LL   /* the TX loop off schedule this long, outside a send, is a stall */
 #define NS_PER_S 1000000000LL
+#define MAX_SLEEP_NS 10000000LL /* bound sleeps so a signal is noticed quickly */
 #define NO_SAMPLE INT64_MIN     /* a clock step can make real samples negative */
 
 struct port {
@@ -65,7 +66,9 @@ struct stream {
     long long probes_intended, probes_attempted, probes_sent;
     int64_t last_send_ns;
     int burst;               /* most load frames sent in one pass while on schedule */
-    int64_t slip_ns;         /* how far this stream's schedule slipped after stalls */
+    int64_t slip_ns;         /* how far this stream's schedule slipped after falling behind */
+    int64_t slip_own_ns;     /* ... of which the loop was off its CPU: the generator's own (Pacing) */
+    int max_batch;           /* most load frames sent at once (one send call; XDP: one run of sends) */
     long long max_backlog;   /* largest lag behind schedule seen, frames */
     bool finished;
     int64_t *probe_tx_ns;    /* send time (CLOCK_REALTIME) per probe sequence, 0 = not sent */

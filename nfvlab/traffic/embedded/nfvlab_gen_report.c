@@ -94,11 +94,11 @@ void print_json(struct config *c)
     for (int i = 0; i < c->nstreams; i++) {
         struct stream *s = &c->streams[i];
         printf("%s{\"tx\":\"%s\",\"rx\":\"%s\",\"rate_pps\":%.12g,\"intended\":%lld,\"sent\":%lld,"
-               "\"send_errors\":%lld,\"tx_elapsed_s\":%.6f,\"slip_s\":%.6f,\"burst\":%d,\"max_backlog\":%lld,"
-               "\"probes_intended\":%lld,",
+               "\"send_errors\":%lld,\"unsent\":%lld,\"tx_elapsed_s\":%.6f,\"slip_s\":%.6f,\"slip_own_s\":%.6f,"
+               "\"burst\":%d,\"max_batch\":%d,\"max_backlog\":%lld,\"probes_intended\":%lld,",
                i ? "," : "", s->tx.spec, s->rx.spec, s->rate, s->intended, s->sent, s->send_errors,
-               (double)s->last_send_ns / 1e9, (double)s->slip_ns / 1e9, s->burst, s->max_backlog,
-               s->probes_intended);
+               s->intended - s->attempted, (double)s->last_send_ns / 1e9, (double)s->slip_ns / 1e9,
+               (double)s->slip_own_ns / 1e9, s->burst, s->max_batch, s->max_backlog, s->probes_intended);
         print_counts(c, i);
         printf("\"frame_sizes\":[");
         for (int z = 0; z < c->nsizes; z++)

@@ -151,6 +151,7 @@ void send_load(const struct config *c, struct stream *s, int n, int64_t t0)
         iov[j][2] = (struct iovec){g_zero, (size_t)c->sizes[z] - FCS_LEN - SIG_END};
         msgs[j].msg_hdr = (struct msghdr){.msg_iov = iov[j], .msg_iovlen = iov[j][2].iov_len ? 3 : 2};
     }
+    s->max_batch = n > s->max_batch ? n : s->max_batch;
     int r = sendmmsg(s->txfd, msgs, (unsigned)n, 0);
     if (r > 0) {
         s->sent += r;

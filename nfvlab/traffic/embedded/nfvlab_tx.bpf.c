@@ -7,9 +7,12 @@
  * writes that frame's header (precomputed per size and flow in tx_hdrs) and
  * signature (nfvlab_count.h) into the page, sets its length and redirects it
  * to the stream's tx port. Pacing follows the AF_PACKET path (nfvlab_gen_pacing.c,
- * Pacing): after a stall the schedule slips, within its budget, so that at
- * most `burst` frames are due at once; at the deadline a stream sends its
- * remainder only if that fits one burst, and what it leaves is a shortfall.
+ * Pacing): a stream that fell behind never catches up in a burst; its schedule
+ * slips so that at most `burst` frames go out in a row, the slip the loop's own
+ * time off its CPU caused is counted (slip_own_ns: gaps of at least
+ * NFVL_TX_LATE_NS, not softirq work), and what it has not sent at the window's
+ * end (the duration plus the slip budget) is unsent; at the deadline a stream
+ * sends its remainder only if that fits one burst, and what it leaves is a shortfall.
  * Only the one thread that runs the loop writes the state, so no atomics.
  */
 #include <linux/bpf.h>
@@ -47,8 +50,10 @@ struct {
 	__type(value, __u32);
 } tx_mix SEC(".maps");
 
-/* Is stream i's next frame due at `el` ns after t0? Slips its schedule after a stall. */
-static __always_inline int due(const struct nfvl_tx_stream_cfg *c, struct nfvl_tx_stream_state *s, __u64 el)
+/* Is stream i's next frame due at `el` ns after t0? Slips its schedule when it is behind (see the
+ * file's comment); `own_ns`: how long before this run the loop was off its CPU (0: not so). */
+static __always_inline int due(const struct nfvl_tx_stream_cfg *c, struct nfvl_tx_stream_state *s, __u64 el,
+			       __u64 own_ns)
 {
 	if (s->done)
 		return 0;
@@ -68,11 +73,16 @@ static __always_inline int due(const struct nfvl_tx_stream_cfg *c, struct nfvl_t
 		}
 		return 1;
 	}
+	if (el >= c->duration_ns + c->slip_budget_ns) {
+		s->done = 1;  /* the window's end, behind beyond the budget: the rest is unsent */
+		return 0;
+	}
 	if (lag > s->max_lag_ns)
 		s->max_lag_ns = lag;
-	if (lag > c->burst_ns && s->slip_ns < c->slip_budget_ns) {
-		__u64 want = lag - c->burst_ns, budget = c->slip_budget_ns - s->slip_ns;
-		s->slip_ns += want < budget ? want : budget;
+	if (lag > c->burst_ns) {
+		__u64 want = lag - c->burst_ns, own = own_ns < lag ? own_ns : lag;
+		s->slip_ns += want;
+		s->slip_own_ns += own < want ? own : want;
 	}
 	return 1;
 }
@@ -90,6 +100,9 @@ int nfvl_tx(struct xdp_md *ctx)
 	/* The first run of a batch (not of the call): bottom halves were on since the last run. */
 	int batch_start = run > 0 && cfg->batch && run % cfg->batch == 0;
 	st->last_run_ns = now;
+	/* The loop off its CPU for a while: the generator's own lateness, unless softirq work. */
+	__u64 own = last && now >= last + NFVL_TX_LATE_NS && !(batch_start && now - last <= NFVL_TX_SOFTIRQ_NS)
+		? now - last : 0;
 	/* A stall: the loop did not run for a while inside the trial's window (stream 0's deadline
 	 * plus the slip budget; every stream has the same duration and budget), unless it was the
 	 * kernel's softirq work between two batches (nfvlab_tx.h). The part inside the window counts,
@@ -119,13 +132,15 @@ int nfvl_tx(struct xdp_md *ctx)
 	__u32 first = st->rr & 1, pick = NFVL_MAX_STREAMS;
 	for (__u32 j = 0; j < NFVL_MAX_STREAMS; j++) {
 		__u32 i = j ^ first;
-		if (i < cfg->nstreams && due(&cfg->s[i], &st->s[i], el)) {
+		if (i < cfg->nstreams && due(&cfg->s[i], &st->s[i], el, own)) {
 			pick = i;
 			break;
 		}
 	}
 	if (pick >= NFVL_MAX_STREAMS) {
 		st->ticks++;
+		for (__u32 j = 0; j < NFVL_MAX_STREAMS; j++)
+			st->s[j].run = 0;  /* a run that sent nothing ends every stream's run of sends */
 		return XDP_DROP;
 	}
 	const struct nfvl_tx_stream_cfg *c = &cfg->s[pick];
@@ -152,6 +167,8 @@ int nfvl_tx(struct xdp_md *ctx)
 	__builtin_memcpy(data + NFVL_TX_HDR_LEN + NFVL_TX_SIG_PREFIX, &seq, 8);
 	s->sent = k + 1;
 	s->next_fp += c->gap_fp;
+	if (++s->run > s->max_batch)
+		s->max_batch = s->run;
 	s->last_send_ns = el;
 	st->rr = pick + 1;
 	return bpf_redirect(c->ifindex, 0);

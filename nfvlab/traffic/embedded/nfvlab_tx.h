@@ -23,6 +23,7 @@
 #define NFVL_TX_SIG_PREFIX 10 /* magic, trial id, stream, kind: the signature without its sequence */
 #define NFVL_TX_MAX_FRAME 1514 /* without FCS: one frame per page, no fragments */
 #define NFVL_TX_STALL_NS 1000000ULL /* a gap between two runs of the loop this long is a stall */
+#define NFVL_TX_LATE_NS 20000ULL /* ... this long: the loop was off its CPU (its own lateness, see due()) */
 /* ... except a gap between two batches up to this long: the kernel's softirq work (see nfvl_tx_state).
  * It runs them for at most MAX_SOFTIRQ_TIME, 2 ms rounded up to a jiffy (4 ms at HZ 250), then defers. */
 #define NFVL_TX_SOFTIRQ_NS 5000000ULL
@@ -35,7 +36,7 @@ struct nfvl_tx_stream_cfg {
 	__u64 intended;      /* load frames to send */
 	__u64 gap_fp;        /* ns between frames, << 16 */
 	__u64 burst;         /* most frames due at once while on schedule (the AF_PACKET path's burst) */
-	__u64 burst_ns;      /* burst * gap */
+	__u64 burst_ns;      /* (burst - 1) * gap: the most lag after which `burst` frames go in a row */
 	__u64 slip_budget_ns; /* how far the schedule may slip after stalls */
 	__u64 duration_ns;
 	__u32 ifindex;       /* the tx port (in nfvlab-gen's network namespace at load time) */
@@ -61,7 +62,10 @@ struct nfvl_tx_stream_state {
 	__u64 slip_ns;
 	__u64 max_lag_ns;    /* largest lag behind schedule seen */
 	__u64 last_send_ns;  /* ns after t0 of the last frame */
-	__u64 done;          /* 1: sent everything, or stopped short at the deadline */
+	__u64 done;          /* 1: sent everything, or stopped short at the deadline or the window's end */
+	__u64 slip_own_ns;   /* the part of slip_ns the loop's own time off its CPU caused */
+	__u64 run;           /* frames sent in runs in a row (no run without a frame between) */
+	__u64 max_batch;     /* the longest such run of sends */
 };
 
 /* Value of the mmapped tx_state map (one entry): written by the program, read by nfvlab-gen. */

@@ -1,0 +1,102 @@
+"""Generator CPU benchmark: what nfvlab-gen's TX loop costs at a low rate, and how late it runs.
+
+Two namespaces joined by one veth pair (A -> B), nfvlab-gen pinned to CPU 0, RATE_PPS (10 kpps) of
+64 B frames for DURATION_S (1 s), probes at 100 pps, REPS trials per TX path (``socket``: AF_PACKET;
+``xdp``: the XDP live-frames loop, B's GRO on as veth needs for it). Per path it prints, as the
+median over the trials and their worst: the process's CPU seconds (user + system, from wait4's
+rusage, the whole run including set-up) per trial-second, and the schedule's lateness as the
+generator reports it: ``slip_s`` (how far the schedule slipped after falling behind),
+``max_backlog`` (the most frames it was behind at once) and ``stall_total_s``, and whether every
+frame was sent. A loop that never sleeps costs about 1 CPU-second per trial-second whatever the
+rate; one that sleeps until shortly before each frame, far less. Asserts nothing. Run as root
+(holds the host lock):
+
+    .venv/bin/python bench/generator_cpu.py [REPS]
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+from nfvlab.system.hostlock import HostLock
+from nfvlab.traffic.embedded import count_object, gen_binary, tx_object
+
+RATE_PPS = 10_000
+DURATION_S = 1.0
+PROBE_PPS = 100
+CPU = 0
+MAC_A, MAC_B = "02:00:00:00:0a:01", "02:00:00:00:0b:01"
+
+
+def sh(*cmd: str, check: bool = True) -> str:
+    return subprocess.run(cmd, capture_output=True, text=True, check=check).stdout
+
+
+class VethPair:
+    """Namespaces A and B joined by veth ``gca`` <-> ``gcb``; deleted on exit."""
+
+    def __init__(self) -> None:
+        self.ns = (f"nfvl-b-cpu-{os.getpid()}-a", f"nfvl-b-cpu-{os.getpid()}-b")
+
+    def __enter__(self) -> "VethPair":
+        try:
+            for ns in self.ns:
+                sh("ip", "netns", "add", ns)
+            sh("ip", "link", "add", "gca", "netns", self.ns[0], "address", MAC_A, "type", "veth",
+               "peer", "name", "gcb", "netns", self.ns[1], "address", MAC_B)
+            for ns, ifname in zip(self.ns, ("gca", "gcb")):
+                sh("ip", "-n", ns, "link", "set", ifname, "up")
+            sh("ip", "netns", "exec", self.ns[1], "ethtool", "-K", "gcb", "gro", "on")  # XDP frames need NAPI
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for ns in self.ns:
+            sh("ip", "netns", "del", ns, check=False)
+
+
+def trial(pair: VethPair, tx: str) -> tuple[float, dict]:
+    """One nfvlab-gen run: (CPU seconds of the process, its report)."""
+    cmd = [str(gen_binary()), "--duration-s", f"{DURATION_S:g}", "--frame-size", "64",
+           "--latency-pps", str(PROBE_PPS), "--cpu", str(CPU), "--count-obj", str(count_object()),
+           *(["--tx", "xdp", "--tx-obj", str(tx_object())] if tx == "xdp" else []),
+           "--stream", f"tx={pair.ns[0]}:gca,rx={pair.ns[1]}:gcb,rate={RATE_PPS},smac={MAC_A},dmac={MAC_B},"
+                       "sip=198.18.0.1,dip=198.19.0.2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"nfvlab-gen exited {proc.returncode}: {err.decode().strip()}")
+    return usage.ru_utime + usage.ru_stime, json.loads(out)
+
+
+def main(reps: int = 5) -> int:
+    print(f"nfvlab-gen at {RATE_PPS:,} pps of 64 B for {DURATION_S:g} s, probes {PROBE_PPS} pps, TX on CPU {CPU}, "
+          f"{reps} trials per path (load average {os.getloadavg()[0]:.1f})")
+    print("| tx | CPU s per trial-s: median (max) | slip ms: median (max) | max backlog frames: median (max) "
+          "| stall ms: median (max) | trials that sent all |\n|---|---|---|---|---|---|")
+    with HostLock("bench/generator_cpu.py"), VethPair() as pair:
+        for tx in ("socket", "xdp"):
+            rows = [trial(pair, tx) for _ in range(reps)]
+            cpu = [c / DURATION_S for c, _ in rows]
+            slip = [r["streams"][0]["slip_s"] * 1e3 for _, r in rows]
+            backlog = [r["streams"][0]["max_backlog"] for _, r in rows]
+            stall = [r["stall_total_s"] * 1e3 for _, r in rows]
+            full = sum(r["streams"][0]["sent"] == r["streams"][0]["intended"] for _, r in rows)
+
+            def f(xs, fmt="{:.2f}"):
+                return f"{fmt.format(statistics.median(xs))} ({fmt.format(max(xs))})"
+            print(f"| {tx} | {f(cpu)} | {f(slip)} | {f(backlog, '{:.0f}')} | {f(stall, '{:.1f}')} | {full}/{reps} |",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*(int(a) for a in sys.argv[1:2])))
