@@ -20,7 +20,7 @@ sequence numbers), duplicates and reordered frames, and per port the
 *foreign* frames: anything without this trial's signature, such as the DUT's
 own ARP/ND/LLDP/STP or frames of an earlier trial arriving late. The counters
 are read once traffic has stopped and the DUT has settled (below), and the
-program is detached then. Counted load frames are dropped
+program is detached then (by a persistent process: when it ends). Counted load frames are dropped
 at the rx port (they are of no use to its stack; measured: this raises the
 generator's own zero-loss ceiling instead of lowering it). Packets the
 generator could not send by the deadline (kernel backpressure) are reported as
