@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+
 from nfvlab.system import signals
 from nfvlab.traffic.base import GeneratorError
 
@@ -31,7 +32,8 @@ def trial_line(args: list[str]) -> str:
     """One trial's options as a ``--serve`` line (ValueError for an option that cannot be one)."""
     for a in args:
         if "\t" in a or "\n" in a:
-            raise ValueError(f"nfvlab-gen option {a!r}: tabs and newlines are not allowed (they separate options and trials)")
+            raise ValueError(f"nfvlab-gen option {a!r}: tabs and newlines are not allowed "
+                             "(they separate options and trials)")
     return "\t".join(args) + "\n"
 
 
