@@ -14,6 +14,7 @@ import sys
 
 import shutil
 
+import psutil
 import pytest
 
 from test_gen_binary import (  # noqa: F401  (fixtures)
@@ -114,8 +115,11 @@ def test_trial_line_refuses_separators():
 
 
 def _streams(pair) -> list[Stream]:
+    """a -> b, then b -> a (the second stream's tx port is in another namespace: no XDP path)."""
     a, b = pair
-    return [Stream(LabPort(a.ns, a.ifname), LabPort(b.ns, b.ifname), MAC_A, MAC_B, "198.18.0.1", "198.19.0.2")]
+    pa, pb = LabPort(a.ns, a.ifname), LabPort(b.ns, b.ifname)
+    return [Stream(pa, pb, MAC_A, MAC_B, "198.18.0.1", "198.19.0.2"),
+            Stream(pb, pa, MAC_B, MAC_A, "198.19.0.2", "198.18.0.1")]
 
 
 @pytest.mark.lab
@@ -125,17 +129,24 @@ def test_generator_keeps_one_process_and_close_ends_it(gen, pair, tx):
     """With a tracker, the generator's trials go to one tracked process, on either TX path; a
     frame-size change between trials is honoured; close() ends the process and untracks it."""
     tracker = Tracker()
-    if tx == "xdp" and (why := xdp_refusal(_streams(pair))):
+    if tx == "xdp" and (why := xdp_refusal(_streams(pair)[:1])):
         pytest.skip(f"no XDP path here: {why}")
-    g = EmbeddedGenerator(_streams(pair), latency_pps=100, tracker=tracker, tx=tx)
+    g = EmbeddedGenerator(_streams(pair)[:1 if tx == "xdp" else 2], latency_pps=100, tracker=tracker, tx=tx)
     assert g.persistent and g.tx == tx
     r1 = clean_trial(g, 5000, 0.2, 64, bidirectional=False)
     (pid, cmd), = tracker.tracked
     assert cmd == "nfvlab-gen"
+    # Named by its ports in ps, as a one-shot run is (lab clean, residue checks).
+    assert f"tx={pair[0].spec},rx={pair[1].spec}" in " ".join(psutil.Process(pid).cmdline())
     r2 = clean_trial(g, 3000, 0.2, 1024, bidirectional=False)
     assert tracker.tracked == [(pid, "nfvlab-gen")]  # the same process
     assert (r1.directions[0].received_packets, r2.directions[0].received_packets) == (1000, 600)
     assert g.last_report["streams"][0]["frame_sizes"] == [1024] and g.last_report["tx"] == tx
+    if tx == "socket":  # then both ways: the second stream's sockets and counter join the process
+        r3 = clean_trial(g, 2000, 0.2, 128, bidirectional=True)
+        assert [d.received_packets for d in r3.directions] == [400, 400]
+        assert [d.foreign_packets for d in r3.directions] == [0, 0]
+        assert tracker.tracked == [(pid, "nfvlab-gen")]
     start = processes.start_time(pid)
     g.close()
     assert tracker.tracked == [] and processes.exited(pid, start)

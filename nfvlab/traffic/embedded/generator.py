@@ -413,7 +413,8 @@ class EmbeddedGenerator:
         if self._proc is not None and not self._proc.alive():
             self.close()
         if self._proc is None:
-            self._proc = GenProcess(self.binary, self.tracker)
+            self._proc = GenProcess(self.binary, self.tracker,
+                                    labels=tuple(f"tx={s.tx},rx={s.rx}" for s in self.streams))
         try:
             out = self._proc.trial(args, timeout_s=duration_s + 30)
             signals.checkpoint()

@@ -173,7 +173,8 @@ static void end_trial(struct config *cfg)
 }
 
 /*
- * --serve: one process for many trials. Each line on stdin holds one trial's
+ * --serve [LABEL...]: one process for many trials (the labels, ignored, say
+ * in ps whose ports it serves). Each line on stdin holds one trial's
  * options (those of a one-shot run, separated by tabs); its JSON report is one
  * line on stdout. The packet sockets and the BPF programs (counters, XDP
  * path) are set up by the first trial that needs them and kept; each trial
@@ -222,7 +223,7 @@ static int serve(void)
 int main(int argc, char **argv)
 {
     static struct config cfg;
-    bool serving = argc == 2 && !strcmp(argv[1], "--serve");
+    bool serving = argc >= 2 && !strcmp(argv[1], "--serve");  /* words after it only name it in ps */
     if (!serving)
         parse_args(&cfg, argc, argv);
     setup_signals();

@@ -38,13 +38,18 @@ def trial_line(args: list[str]) -> str:
 
 
 class GenProcess:
-    """A running ``nfvlab-gen --serve``, recorded with ``tracker`` (when given) while it lives."""
+    """A running ``nfvlab-gen --serve``, recorded with ``tracker`` (when given) while it lives.
 
-    def __init__(self, binary: Path, tracker=None) -> None:
+    ``labels``: words on its command line that only name it (the ports it serves), so that
+    ``ps``, ``lab clean`` and the tests' residue checks tell whose generator it is, as a
+    one-shot run's ``--stream`` options do.
+    """
+
+    def __init__(self, binary: Path, tracker=None, labels: tuple[str, ...] = ()) -> None:
         self.tracker = tracker
         self._stderr = tempfile.TemporaryFile()
         with signals.deferred():  # a signal now would leave the process unrecorded and running
-            self.proc = subprocess.Popen([str(binary), "--serve"], stdin=subprocess.PIPE,
+            self.proc = subprocess.Popen([str(binary), "--serve", *labels], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=self._stderr)
             self._rec = tracker.track_process(self.proc.pid, "nfvlab-gen") if tracker else None
 
