@@ -74,7 +74,7 @@ def bench(backend, generator: GeneratorParams, scenario: Scenario,
         try:
             yield session, gen
         finally:
-            close = getattr(gen, "close", None)  # TRex: release the ports, end the worker
+            close = getattr(gen, "close", None)  # TRex: release the ports, end the worker; nfvlab-gen: end its process
             if close is not None:
                 close()
 

@@ -19,8 +19,8 @@ each rx port's ingress (tcx, or a clsact filter on kernels before 6.6;
 sequence numbers), duplicates and reordered frames, and per port the
 *foreign* frames: anything without this trial's signature, such as the DUT's
 own ARP/ND/LLDP/STP or frames of an earlier trial arriving late. The counters
-are read once traffic has stopped and ``settle_ms`` has passed, and the
-program is detached when the generator exits. Counted load frames are dropped
+are read once traffic has stopped and the DUT has settled (below), and the
+program is detached then (by a persistent process: when it ends). Counted load frames are dropped
 at the rx port (they are of no use to its stack; measured: this raises the
 generator's own zero-loss ceiling instead of lowering it). Packets the
 generator could not send by the deadline (kernel backpressure) are reported as
@@ -49,6 +49,14 @@ exceeds the budget: those frames are the generator's, never the DUT's loss
 (:func:`own_lateness_fault`). Frames the kernel held back while the sender was
 running (backpressure from the DUT) stay loss.
 
+Process: with a lab that stops it at teardown (a ``tracker``), one ``nfvlab-gen --serve``
+runs the generator's trials until :meth:`EmbeddedGenerator.close`, its sockets open and its BPF
+programs loaded once (:mod:`nfvlab.traffic.embedded.serve`); each trial still draws its own trial
+id and starts its counters from zero. Without one, each trial runs its own nfvlab-gen.
+
+Settling: after the traffic, the counters are read once every frame sent has been counted at its
+rx port (nothing of the trial is left in the DUT), or else after ``settle_ms``.
+
 XDP transmit (``tx="xdp"``): load frames leave through an XDP program that the
 kernel runs in its live-frames mode (``nfvlab_tx.h``), paced by the program on
 the same clock and with the same slip rules, probes still through AF_PACKET.
@@ -74,6 +82,7 @@ from nfvlab.system.build import BuildError
 from nfvlab.system.host import host_identity
 from nfvlab.traffic.base import GeneratorError, Schedule
 from nfvlab.traffic.embedded.binary import count_object, gen_binary, tx_object
+from nfvlab.traffic.embedded.serve import GenProcess
 from nfvlab.traffic.stats import DirectionStats, LatencyStats, encode_histogram, histogram_of
 
 
@@ -326,6 +335,7 @@ class EmbeddedGenerator:
         tracker: Optional[ProcessTracker] = None,
         frame_sizes=(),
         busy_roles: Optional[dict] = None,
+        persistent: Optional[bool] = None,
     ) -> None:
         if not streams:
             raise ValueError("no streams to drive")
@@ -354,6 +364,11 @@ class EmbeddedGenerator:
         self.last_schedule: Optional[Schedule] = None
         #: Test hook: nfvlab-gen's TX stops ``(ms, at_s)`` once in every trial (a stall of known size).
         self.inject_stall: Optional[tuple[float, float]] = None
+        #: Trials go to one ``nfvlab-gen --serve`` process kept until :meth:`close` (:mod:`.serve`),
+        #: by default where a ``tracker`` (the lab) stops it at teardown before the ports go; else
+        #: each trial runs its own nfvlab-gen (one-shot).
+        self.persistent = tracker is not None if persistent is None else persistent
+        self._proc: Optional[GenProcess] = None
 
     def identity(self) -> dict:
         return identity(self.cpu, self.tx)
@@ -418,7 +433,37 @@ class EmbeddedGenerator:
         return self.directions(self.last_report, streams, rate_pps, duration_s)
 
     def _run(self, cmd: list[str], duration_s: float) -> str:
-        """nfvlab-gen's stdout (GeneratorError on failure); stopped on Ctrl-C or timeout."""
+        """nfvlab-gen's report (GeneratorError on failure); stopped on Ctrl-C or timeout."""
+        if self.persistent:
+            return self._serve(cmd[1:], duration_s)
+        return self._run_once(cmd, duration_s)
+
+    def _serve(self, args: list[str], duration_s: float) -> str:
+        """The trial ``args`` through the persistent process (started if none is running); any
+        failure or signal ends that process (the next trial starts a new one)."""
+        if self._proc is not None and not self._proc.alive():
+            self.close()
+        if self._proc is None:
+            self._proc = GenProcess(self.binary, self.tracker,
+                                    labels=tuple(f"tx={s.tx},rx={s.rx}" for s in self.streams))
+        try:
+            out = self._proc.trial(args, timeout_s=duration_s + 30)
+            signals.checkpoint()
+            if '"interrupted":true' in out[:200]:  # a signal cut the trial short; the process ends too
+                raise GeneratorError("nfvlab-gen was interrupted")
+        except BaseException:
+            self.close(interrupt=True)
+            raise
+        return out
+
+    def close(self, interrupt: bool = False) -> None:
+        """End the persistent nfvlab-gen, if one runs (``interrupt``: cut its trial short)."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.close(interrupt=interrupt)
+
+    def _run_once(self, cmd: list[str], duration_s: float) -> str:
+        """One-shot: a new nfvlab-gen for this trial."""
         with signals.deferred():  # a signal now would leave the sender unrecorded and running
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             rec = self.tracker.track_process(proc.pid, "nfvlab-gen") if self.tracker else None

@@ -82,7 +82,6 @@ struct stream {
 struct counter {
     const struct port *port;
     struct nfvl_cfg cfg;
-    struct bpf_object *obj;
     int prog_fd, seq_fd, port_fd;
     uint64_t *bits;          /* the mmapped bitmap */
     size_t bits_len;
@@ -119,6 +118,7 @@ struct config {
     const char *hook_used;   /* "tcx", "tc" or "none" */
     const char *tx;          /* "socket" (AF_PACKET) or "xdp" (nfvlab_tx.bpf.c, see nfvlab_gen_xdp.c) */
     const char *tx_obj;      /* BPF object of the XDP transmit path */
+    bool serving;            /* one of many trials of a --serve process: its counters stay attached */
     double inject_stall_ms;  /* test hook: the TX loop stops this long ... */
     double inject_stall_at_s; /* ... this far into the trial (a stall of known size) */
     /* runtime: the TX loop's stalls (see Stalls in nfvlab_gen_pacing.c) */
@@ -182,8 +182,8 @@ void build_frames(struct config *c, struct stream *s, int idx);
 /* nfvlab_gen_socket.c */
 void enter_ns(const char *ns);
 void leave_ns(void);
-void open_tx(const struct config *c, struct stream *s);
-void open_rx(struct stream *s);
+void open_tx(const struct config *c, struct stream *s, int idx);
+void open_rx(struct stream *s, int idx);
 void send_probe(struct stream *s);
 void send_load(const struct config *c, struct stream *s, int n, int64_t t0);
 
@@ -200,6 +200,7 @@ int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap);
 struct bpf_map *need_map(struct bpf_object *obj, const char *name);
 void setup_counters(struct config *c);
 void read_counters(struct config *c);
+bool all_counted(const struct config *c);
 
 /* nfvlab_gen_xdp.c */
 void setup_xdp_tx(struct config *c);

@@ -148,7 +148,9 @@ static const char usage[] =
     "                  [--trial-id ID] [--count-obj BPF_OBJECT [--count-hook auto|tcx|tc] [--pass-load]]\n"
     "                  [--sched auto|fifo|other] [--qdisc-bypass] [--tx socket|xdp --tx-obj BPF_OBJECT]\n"
     "                  [--inject-stall-ms MS --inject-stall-at-s T]   (test hook: a stall of known size)\n"
-    "                  --stream 'tx=NS:IF,rx=NS:IF,rate=PPS,smac=MAC,dmac=MAC,sip=IP,dip=IP' [--stream ...]\n";
+    "                  --stream 'tx=NS:IF,rx=NS:IF,rate=PPS,smac=MAC,dmac=MAC,sip=IP,dip=IP' [--stream ...]\n"
+    "       nfvlab-gen --serve [LABEL...]   (one trial per line on stdin: the options above, tab-separated;\n"
+    "                                        the labels only name the process, e.g. its ports)\n";
 
 static void set_sizes(struct config *c, bool *have_size, const char *opt, const char *list)
 {

@@ -58,8 +58,110 @@ struct bpf_map *need_map(struct bpf_object *obj, const char *name)
     return m;
 }
 
-/* Load one copy of the counter for port k, sized to its streams, and configure it. */
-static void load_counter(struct config *c, struct counter *k)
+/*
+ * The counters loaded so far, for the trials after the first (--serve): one per
+ * rx port, kept loaded (not attached) between trials with the bitmap size it
+ * was loaded with; a trial that needs a larger bitmap loads a new copy.
+ */
+struct loaded_counter {
+    struct port port;
+    const char *count_obj;   /* the object it was loaded from (argv or a --serve line: copied) */
+    struct bpf_object *obj;
+    int prog_fd, seq_fd, port_fd, cfg_fd;
+    uint64_t *bits;
+    size_t bits_len;
+    uint64_t words;
+    bool attached;           /* --serve: it stays attached between trials (see load_counter) */
+    struct counter att;      /* its attachment (link_fd, tc_*, ifindex) */
+    const char *hook;        /* "tcx" or "tc" */
+};
+static struct loaded_counter g_loaded[2 * MAX_STREAMS];
+static int g_nloaded;
+
+static void detach_loaded(struct loaded_counter *l);
+
+static void unload(struct loaded_counter *l)
+{
+    detach_loaded(l);
+    free((void *)l->count_obj);
+    munmap(l->bits, l->bits_len);
+    bpf_object__close(l->obj);
+    *l = g_loaded[--g_nloaded];
+}
+
+static bool rx_port_of(const struct config *c, const struct port *port)
+{
+    for (int i = 0; i < c->nstreams; i++)
+        if (same_port(&c->streams[i].rx, port))
+            return true;
+    return false;
+}
+
+/* A loaded counter for `port` with at least `words` of bitmap (a smaller one is unloaded), or NULL;
+ * room is made for a new one by unloading one this trial does not use. */
+static struct loaded_counter *find_loaded(const struct config *c, const struct port *port, uint64_t words)
+{
+    for (int i = 0; i < g_nloaded; i++) {
+        if (!same_port(&g_loaded[i].port, port))
+            continue;
+        if (g_loaded[i].words >= words && !strcmp(g_loaded[i].count_obj, c->count_obj) &&
+            (!strcmp(c->count_hook, "auto") || !g_loaded[i].attached || !strcmp(c->count_hook, g_loaded[i].hook)))
+            return &g_loaded[i];
+        unload(&g_loaded[i]);
+        return NULL;
+    }
+    for (int i = 0; g_nloaded == (int)(sizeof g_loaded / sizeof *g_loaded) && i < g_nloaded; i++)
+        if (!rx_port_of(c, &g_loaded[i].port))
+            unload(&g_loaded[i]);
+    return NULL;
+}
+
+/* Load a copy of the counter program for `port` with a bitmap of `words` words. */
+static struct loaded_counter *load_new(const struct config *c, const struct port *port, uint64_t words)
+{
+    struct loaded_counter *l = &g_loaded[g_nloaded];
+    memset(l, 0, sizeof *l);
+    l->port = *port;
+    l->words = words;
+    l->count_obj = strdup(c->count_obj);
+    if (!l->count_obj)
+        setup_fail("out of memory");
+    l->obj = bpf_object__open_file(c->count_obj, NULL);
+    if (!l->obj)
+        setup_fail("cannot open the counter BPF object %s: %s", c->count_obj, strerror(errno));
+    struct bpf_map *bitmap = need_map(l->obj, "bitmap");
+    if (bpf_map__set_max_entries(bitmap, (uint32_t)words) < 0)
+        setup_fail("cannot size the counter's bitmap to %llu words", (unsigned long long)words);
+    int err = bpf_object__load(l->obj);
+    if (err)
+        setup_fail("cannot load the counter BPF program (%s): %s (needs root, Linux >= 5.12)",
+                   c->count_obj, strerror(-err));
+    struct bpf_program *prog = bpf_object__find_program_by_name(l->obj, "nfvl_count");
+    if (!prog)
+        setup_fail("%s has no program nfvl_count", c->count_obj);
+    l->prog_fd = bpf_program__fd(prog);
+    l->seq_fd = bpf_map__fd(need_map(l->obj, "seq_stats"));
+    l->port_fd = bpf_map__fd(need_map(l->obj, "port_stats"));
+    l->cfg_fd = bpf_map__fd(need_map(l->obj, "cfg"));
+    l->bits_len = (size_t)words * 8;
+    long page = sysconf(_SC_PAGESIZE);
+    l->bits_len = (l->bits_len + (size_t)page - 1) / (size_t)page * (size_t)page;
+    /* Writable: a later trial zeroes the bitmap it reuses. */
+    l->bits = mmap(NULL, l->bits_len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(bitmap), 0);
+    if (l->bits == MAP_FAILED)
+        setup_fail("cannot map the counter's bitmap: %s", strerror(errno));
+    g_nloaded++;
+    return l;
+}
+
+/*
+ * Ready a counter for port k (loaded, or kept from an earlier trial and zeroed),
+ * sized to its streams. A kept counter is still attached (attach and detach
+ * wait for the kernel's RCU grace periods: ~10 ms each); it is configured for
+ * this trial first and zeroed after, so no frame of an earlier trial counted
+ * meanwhile stays counted, and none of this one has been sent yet.
+ */
+static struct loaded_counter *load_counter(struct config *c, struct counter *k)
 {
     uint64_t bits = 0;
     for (int i = 0; i < c->nstreams; i++) {
@@ -73,31 +175,31 @@ static void load_counter(struct config *c, struct counter *k)
         }
     }
     uint64_t words = bits / 64 ? bits / 64 : 1;
-    k->obj = bpf_object__open_file(c->count_obj, NULL);
-    if (!k->obj)
-        setup_fail("cannot open the counter BPF object %s: %s", c->count_obj, strerror(errno));
-    struct bpf_map *bitmap = need_map(k->obj, "bitmap");
-    if (bpf_map__set_max_entries(bitmap, (uint32_t)words) < 0)
-        setup_fail("cannot size the counter's bitmap to %llu words", (unsigned long long)words);
-    int err = bpf_object__load(k->obj);
-    if (err)
-        setup_fail("cannot load the counter BPF program (%s): %s (needs root, Linux >= 5.12)",
-                   c->count_obj, strerror(-err));
-    struct bpf_program *prog = bpf_object__find_program_by_name(k->obj, "nfvl_count");
-    if (!prog)
-        setup_fail("%s has no program nfvl_count", c->count_obj);
-    k->prog_fd = bpf_program__fd(prog);
-    k->seq_fd = bpf_map__fd(need_map(k->obj, "seq_stats"));
-    k->port_fd = bpf_map__fd(need_map(k->obj, "port_stats"));
+    struct loaded_counter *l = find_loaded(c, k->port, words);
     uint32_t zero = 0;
-    if (bpf_map_update_elem(bpf_map__fd(need_map(k->obj, "cfg")), &zero, &k->cfg, BPF_ANY) < 0)
+    if (l) {
+        if (bpf_map_update_elem(l->cfg_fd, &zero, &k->cfg, BPF_ANY) < 0)
+            setup_fail("cannot configure the counter: %s", strerror(errno));
+        struct nfvl_seq_stats none = {0};
+        uint64_t zero64 = 0;
+        for (uint32_t slot = 0; slot < NFVL_SLOTS; slot++)
+            if (bpf_map_update_elem(l->seq_fd, &slot, &none, BPF_ANY) < 0)
+                setup_fail("cannot reset the counter: %s", strerror(errno));
+        for (uint32_t key = 0; key < NFVL_PORT_N; key++)
+            if (bpf_map_update_elem(l->port_fd, &key, &zero64, BPF_ANY) < 0)
+                setup_fail("cannot reset the counter: %s", strerror(errno));
+        memset(l->bits, 0, (size_t)words * 8);
+    } else {
+        l = load_new(c, k->port, words);
+    }
+    k->prog_fd = l->prog_fd;
+    k->seq_fd = l->seq_fd;
+    k->port_fd = l->port_fd;
+    k->bits = l->bits;
+    k->bits_len = l->bits_len;
+    if (bpf_map_update_elem(l->cfg_fd, &zero, &k->cfg, BPF_ANY) < 0)
         setup_fail("cannot configure the counter: %s", strerror(errno));
-    k->bits_len = (size_t)words * 8;
-    long page = sysconf(_SC_PAGESIZE);
-    k->bits_len = (k->bits_len + (size_t)page - 1) / (size_t)page * (size_t)page;
-    k->bits = mmap(NULL, k->bits_len, PROT_READ, MAP_SHARED, bpf_map__fd(bitmap), 0);
-    if (k->bits == MAP_FAILED)
-        setup_fail("cannot map the counter's bitmap: %s", strerror(errno));
+    return l;
 }
 
 static int tcx_attach(int prog_fd, int ifindex)
@@ -168,39 +270,51 @@ static void attach_counter(struct config *c, struct counter *k)
     leave_ns();
 }
 
+static void detach(struct counter *k)
+{
+    if (k->link_fd >= 0) {
+        close(k->link_fd);
+        k->link_fd = -1;
+    }
+    if (k->tc_attached && g_home_ns >= 0) {
+        struct bpf_tc_hook hook;
+        struct bpf_tc_opts opts;
+        const char *path = NULL;
+        char buf[160];
+        if (strcmp(k->port->ns, ".")) {
+            snprintf(buf, sizeof buf, "/var/run/netns/%s", k->port->ns);
+            path = buf;
+        }
+        int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+        if (path && (fd < 0 || setns(fd, CLONE_NEWNET) < 0))
+            return;   /* the namespace is gone, and the filter with it */
+        tc_hook(k, &hook, &opts);
+        bpf_tc_detach(&hook, &opts);
+        if (k->tc_hook_created) {  /* ingress | egress: delete the clsact qdisc we added */
+            hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
+            bpf_tc_hook_destroy(&hook);
+        }
+        k->tc_attached = false;
+        if (fd >= 0)
+            close(fd);
+        setns(g_home_ns, CLONE_NEWNET);
+    }
+}
+
+static void detach_loaded(struct loaded_counter *l)
+{
+    if (!l->attached)
+        return;
+    l->att.port = &l->port;  /* entries move in g_loaded */
+    detach(&l->att);
+    l->attached = false;
+}
+
+/* Every counter off its port (also at exit, after errors). */
 static void detach_counters(void)
 {
-    struct config *c = g_cfg;
-    for (int i = 0; c && i < c->ncounters; i++) {
-        struct counter *k = &c->counters[i];
-        if (k->link_fd >= 0) {
-            close(k->link_fd);
-            k->link_fd = -1;
-        }
-        if (k->tc_attached && g_home_ns >= 0) {
-            struct bpf_tc_hook hook;
-            struct bpf_tc_opts opts;
-            const char *path = NULL;
-            char buf[160];
-            if (strcmp(k->port->ns, ".")) {
-                snprintf(buf, sizeof buf, "/var/run/netns/%s", k->port->ns);
-                path = buf;
-            }
-            int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-            if (path && (fd < 0 || setns(fd, CLONE_NEWNET) < 0))
-                continue;   /* the namespace is gone, and the filter with it */
-            tc_hook(k, &hook, &opts);
-            bpf_tc_detach(&hook, &opts);
-            if (k->tc_hook_created) {  /* ingress | egress: delete the clsact qdisc we added */
-                hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
-                bpf_tc_hook_destroy(&hook);
-            }
-            k->tc_attached = false;
-            if (fd >= 0)
-                close(fd);
-            setns(g_home_ns, CLONE_NEWNET);
-        }
-    }
+    for (int i = 0; i < g_nloaded; i++)
+        detach_loaded(&g_loaded[i]);
 }
 
 void setup_counters(struct config *c)
@@ -210,10 +324,21 @@ void setup_counters(struct config *c)
         return;
     libbpf_set_print(libbpf_quiet);
     plan_counters(c);
-    atexit(detach_counters);
+    static bool registered;
+    if (!registered)
+        atexit(detach_counters);
+    registered = true;
     for (int i = 0; i < c->ncounters; i++) {
-        load_counter(c, &c->counters[i]);
-        attach_counter(c, &c->counters[i]);
+        struct counter *k = &c->counters[i];
+        struct loaded_counter *l = load_counter(c, k);
+        if (l->attached) {
+            c->hook_used = l->hook;
+            continue;
+        }
+        attach_counter(c, k);
+        l->att = *k;
+        l->hook = c->hook_used;
+        l->attached = true;
     }
 }
 
@@ -225,7 +350,26 @@ static unsigned long long popcount_bits(const uint64_t *bits, uint64_t first, ui
     return total;
 }
 
-/* Read every counter (traffic has stopped), then detach. */
+/* Whether every frame sent has been counted and every probe counted has its sample (see settle). */
+bool all_counted(const struct config *c)
+{
+    for (int i = 0; i < c->nstreams; i++) {
+        const struct stream *s = &c->streams[i];
+        if (s->counter < 0)
+            return false;
+        const struct counter *k = &c->counters[s->counter];
+        unsigned long long probes = popcount_bits(k->bits, k->cfg.first_bit[i][NFVL_KIND_PROBE],
+                                                  k->cfg.count[i][NFVL_KIND_PROBE]);
+        if (popcount_bits(k->bits, k->cfg.first_bit[i][NFVL_KIND_LOAD], k->cfg.count[i][NFVL_KIND_LOAD]) <
+                (unsigned long long)s->sent ||
+            probes < (unsigned long long)s->probes_sent ||
+            __atomic_load_n(&s->nsamples, __ATOMIC_RELAXED) < s->probes_sent)
+            return false;
+    }
+    return true;
+}
+
+/* Read every counter (traffic has stopped), then detach (one-shot). */
 void read_counters(struct config *c)
 {
     for (int i = 0; i < c->ncounters; i++) {
@@ -244,5 +388,6 @@ void read_counters(struct config *c)
             k->port_stats[key] = v;
         }
     }
-    detach_counters();
+    if (!c->serving)  /* --serve keeps them attached for the next trial (see load_counter) */
+        detach_counters();
 }

@@ -20,6 +20,40 @@
 
 static uint8_t g_zero[MAX_FRAME];  /* shared payload tail of load frames */
 
+/*
+ * The sockets opened so far, for the trials after the first (--serve): one per
+ * stream index, role and port, so that two streams received on one port still
+ * get a copy of each probe each, as in a one-shot run.
+ */
+struct open_sock {
+    int idx;
+    bool rx;
+    struct port port;
+    int fd, mtu;
+};
+static struct open_sock g_socks[4 * MAX_STREAMS];
+static int g_nsocks;
+
+static struct open_sock *find_sock(int idx, bool rx, const struct port *p)
+{
+    for (int i = 0; i < g_nsocks; i++)
+        if (g_socks[i].idx == idx && g_socks[i].rx == rx && !strcmp(g_socks[i].port.ns, p->ns) &&
+            !strcmp(g_socks[i].port.ifname, p->ifname))
+            return &g_socks[i];
+    return NULL;
+}
+
+/* Keep socket fd for later trials (the oldest goes when the table is full). */
+static void keep_sock(int idx, bool rx, const struct port *p, int fd, int mtu)
+{
+    if (g_nsocks == (int)(sizeof g_socks / sizeof *g_socks)) {
+        close(g_socks[0].fd);
+        memmove(g_socks, g_socks + 1, sizeof g_socks - sizeof *g_socks);
+        g_nsocks--;
+    }
+    g_socks[g_nsocks++] = (struct open_sock){.idx = idx, .rx = rx, .port = *p, .fd = fd, .mtu = mtu};
+}
+
 void enter_ns(const char *ns)
 {
     char path[160];
@@ -68,10 +102,17 @@ static int open_port(const struct port *p, uint16_t proto, const struct sock_fpr
     return fd;
 }
 
-void open_tx(const struct config *c, struct stream *s)
+void open_tx(const struct config *c, struct stream *s, int idx)
 {
     int mtu = 0, maxsize = 0;
-    s->txfd = open_port(&s->tx, 0, NULL, &mtu);
+    const struct open_sock *kept = find_sock(idx, false, &s->tx);
+    if (kept) {
+        s->txfd = kept->fd;
+        mtu = kept->mtu;
+    } else {
+        s->txfd = open_port(&s->tx, 0, NULL, &mtu);
+        keep_sock(idx, false, &s->tx, s->txfd, mtu);
+    }
     for (int z = 0; z < c->nsizes; z++)
         maxsize = c->sizes[z] > maxsize ? c->sizes[z] : maxsize;
     if (mtu && maxsize - FCS_LEN - 14 > mtu)
@@ -79,8 +120,8 @@ void open_tx(const struct config *c, struct stream *s)
                    s->tx.spec, mtu);
     if (c->sndbuf && setsockopt(s->txfd, SOL_SOCKET, SO_SNDBUFFORCE, &c->sndbuf, sizeof c->sndbuf) < 0)
         setup_fail("cannot set SO_SNDBUFFORCE=%d on %s: %s", c->sndbuf, s->tx.spec, strerror(errno));
-    int one = 1;
-    if (c->qdisc_bypass && setsockopt(s->txfd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one) < 0)
+    int bypass = c->qdisc_bypass;  /* set either way: a kept socket may have it from an earlier trial */
+    if (setsockopt(s->txfd, SOL_PACKET, PACKET_QDISC_BYPASS, &bypass, sizeof bypass) < 0 && bypass)
         setup_fail("cannot set PACKET_QDISC_BYPASS on %s: %s", s->tx.spec, strerror(errno));
     /* Bounds a send blocked on a stalled queue: it fails with EAGAIN instead. */
     struct timeval tmo = {.tv_sec = 0, .tv_usec = 100000};
@@ -106,9 +147,14 @@ static struct sock_filter probe_filter[] = {
     BPF_STMT(BPF_RET | BPF_K, 0),
 };
 
-void open_rx(struct stream *s)
+void open_rx(struct stream *s, int idx)
 {
     struct sock_fprog prog = {.len = sizeof probe_filter / sizeof probe_filter[0], .filter = probe_filter};
+    const struct open_sock *kept = find_sock(idx, true, &s->rx);
+    if (kept) {  /* probes of an earlier trial still queued are told apart by their trial id */
+        s->rxfd = kept->fd;
+        return;
+    }
     s->rxfd = open_port(&s->rx, ETH_P_IP, &prog, NULL);
     int one = 1, rcvbuf = 4 << 20;
     if (setsockopt(s->rxfd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one) < 0)
@@ -117,6 +163,7 @@ void open_rx(struct stream *s)
     /* RX threads poll the stop flag at this period. */
     struct timeval tmo = {.tv_sec = 0, .tv_usec = 20000};
     setsockopt(s->rxfd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof tmo);
+    keep_sock(idx, true, &s->rx, s->rxfd, 0);
 }
 
 void send_probe(struct stream *s)

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -39,6 +40,9 @@ struct xdp_tx {
     const struct config *c;
     struct config *c_mut;     /* for set_tx_sched, which records the policy it got */
     atomic_llong stall_req_ns; /* test hook: the loop thread sleeps this long once (0 = none) */
+    /* The loaded program, kept for later trials (--serve) that fit it: */
+    char ns[sizeof ((struct port *)0)->ns]; /* the namespace it was loaded in */
+    uint32_t hdrs_cap, mix_cap;             /* entries of tx_hdrs and tx_mix */
 };
 
 static struct xdp_tx g_xdp;
@@ -56,19 +60,46 @@ void xdp_request_stall(int64_t ns)
 /* What the kernel loop counted of its runs (0 before --tx xdp set it up), for the report. */
 unsigned long long xdp_ticks(void) { return g_xdp.state ? (unsigned long long)g_xdp.state->ticks : 0ULL; }
 
+/* Whether the program loaded for an earlier trial serves this one (else it is unloaded). */
+static bool xdp_kept(const struct config *c)
+{
+    struct xdp_tx *x = &g_xdp;
+    if (!x->obj)
+        return false;
+    if (!strcmp(x->ns, c->streams[0].tx.ns) && x->hdrs_cap >= (uint32_t)(c->nstreams * c->nsizes * c->flows) &&
+        x->mix_cap >= (uint32_t)c->period)
+        return true;
+    munmap((void *)x->state, sizeof(struct nfvl_tx_state));
+    bpf_object__close(x->obj);
+    x->obj = NULL;
+    x->state = NULL;
+    return false;
+}
+
 void setup_xdp_tx(struct config *c)
 {
     struct xdp_tx *x = &g_xdp;
+    bool kept = xdp_kept(c);
     x->c = x->c_mut = c;
     x->cpu = c->cpu;
+    x->frame_len = 0;
+    x->err = 0;
+    atomic_store(&x->exited, 0);
     libbpf_set_print(libbpf_quiet);
-    x->obj = bpf_object__open_file(c->tx_obj, NULL);
-    if (!x->obj)
-        setup_fail("cannot open %s: %s", c->tx_obj, strerror(errno));
+    if (!kept) {
+        x->obj = bpf_object__open_file(c->tx_obj, NULL);
+        if (!x->obj)
+            setup_fail("cannot open %s: %s", c->tx_obj, strerror(errno));
+    }
     struct bpf_map *cfg = need_map(x->obj, "tx_cfg"), *state = need_map(x->obj, "tx_state"),
                    *hdrs = need_map(x->obj, "tx_hdrs"), *mix = need_map(x->obj, "tx_mix");
-    bpf_map__set_max_entries(hdrs, (uint32_t)(c->nstreams * c->nsizes * c->flows));
-    bpf_map__set_max_entries(mix, (uint32_t)c->period);
+    if (!kept) {
+        x->hdrs_cap = (uint32_t)(c->nstreams * c->nsizes * c->flows);
+        x->mix_cap = (uint32_t)c->period;
+        bpf_map__set_max_entries(hdrs, x->hdrs_cap);
+        bpf_map__set_max_entries(mix, x->mix_cap);
+        snprintf(x->ns, sizeof x->ns, "%s", c->streams[0].tx.ns);
+    }
     /* Ifindexes and the redirect are resolved in the tx ports' namespace (checked: all in one). */
     enter_ns(c->streams[0].tx.ns);
     struct nfvl_tx_cfg v = {.nstreams = (uint32_t)c->nstreams, .period = (uint32_t)c->period,
@@ -94,7 +125,7 @@ void setup_xdp_tx(struct config *c)
         memcpy(sc->sig, s->sig, NFVL_TX_SIG_PREFIX);
         s->burst = (int)sc->burst;
     }
-    if (bpf_object__load(x->obj))
+    if (!kept && bpf_object__load(x->obj))
         setup_fail("cannot load %s: %s (XDP live frames need Linux >= 5.18 and CAP_BPF/CAP_NET_ADMIN)",
                    c->tx_obj, strerror(errno));
     leave_ns();
@@ -115,10 +146,13 @@ void setup_xdp_tx(struct config *c)
     uint32_t zero = 0;
     if (bpf_map_update_elem(bpf_map__fd(cfg), &zero, &v, BPF_ANY))
         setup_fail("cannot write tx_cfg: %s", strerror(errno));
-    void *m = mmap(NULL, sizeof(struct nfvl_tx_state), PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(state), 0);
-    if (m == MAP_FAILED)
-        setup_fail("cannot map tx_state: %s", strerror(errno));
-    x->state = m;
+    if (!kept) {
+        void *m = mmap(NULL, sizeof(struct nfvl_tx_state), PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(state), 0);
+        if (m == MAP_FAILED)
+            setup_fail("cannot map tx_state: %s", strerror(errno));
+        x->state = m;
+    }
+    memset((void *)x->state, 0, sizeof(struct nfvl_tx_state));  /* as loaded: a kept one ran a trial */
     struct sigaction sa = {.sa_handler = on_wake};  /* no SA_RESTART: the wake-up ends the kernel loop */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR1, &sa, NULL);
