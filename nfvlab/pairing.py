@@ -106,7 +106,7 @@ class Comparison:
 def plan_comparisons(specs: Iterable[claimsets.ClaimSpec], arms: dict[str, Arm], *, alpha: float,
                      control: bool) -> list[Comparison]:
     """The comparisons of a run: the A/A control first (when ``control``), then every pair the claims
-    compare whose two configurations were measured (``arms``), in the claims' order."""
+    compare whose two configurations were measured (``arms``), those whose NDRs differ most first."""
     pairs = claimsets.compared_pairs(specs, present=set(arms))
     out = []
     if control and pairs:
@@ -118,8 +118,9 @@ def plan_comparisons(specs: Iterable[claimsets.ClaimSpec], arms: dict[str, Arm],
         if counts:
             most = max(counts, key=lambda c: (counts[c], -list(counts).index(c)))
             out.append(Comparison(f"{most} | {most} (twin)", arms[most], arms[most], alpha, True, ("A/A control",)))
-    out += [Comparison(f"{p.a} | {p.b}", arms[p.a], arms[p.b], alpha / p.family, False, p.claims) for p in pairs]
-    return out
+    comps = [Comparison(f"{p.a} | {p.b}", arms[p.a], arms[p.b], alpha / p.family, False, p.claims) for p in pairs]
+    # Within a time budget, the pairs whose NDRs differ most first: they decide in the fewest blocks.
+    return out + sorted(comps, key=lambda c: -abs(math.log(c.a.ndr_pps / c.b.ndr_pps)))
 
 
 def _forwarding_pps(t: TrialResult) -> float:
