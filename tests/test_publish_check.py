@@ -58,12 +58,20 @@ def test_publishing_refuses_a_dirty_measuring_run_and_names_its_files(tmp_path):
     _run_with(dirty, "b")
     _run_with(dirty, "b", git_dirty=True, git_changed=["nfvlab/trial.py", "tests/test_trial.py"])
     ok = _check(clean)
-    assert ok.returncode == 0 and "every run measured from its commit's code" in ok.stdout, ok.stderr
+    assert ok.returncode == 0 and "were measured from their commits' code" in ok.stdout, ok.stderr
     refused = _check(clean, dirty)
     assert refused.returncode == 1
     lines = [ln for ln in refused.stderr.splitlines() if ln.startswith("publish: refused:")]
     assert len(lines) == 1 and "experiment_b.jsonl" in lines[0] and "(b)" in lines[0], refused.stderr
     assert lines[0].endswith("changed: nfvlab/trial.py") and "abababababab+dirty" in lines[0]
+
+
+def test_an_earlier_dirty_run_is_history_and_only_the_run_the_tables_read_counts(tmp_path):
+    path = tmp_path / "experiment_a.jsonl"
+    _run_with(path, "a", git_dirty=True, git_changed=["nfvlab/trial.py"])
+    _run_with(path, "a")  # the latest completed run: what the tables read and publishing publishes
+    out = _check(path)
+    assert out.returncode == 0 and "(1 earlier runs in the files, history only, were not)" in out.stdout, out.stderr
 
 
 def test_a_dirty_record_that_does_not_say_which_files_is_refused(tmp_path):
