@@ -21,6 +21,8 @@ import statistics
 import subprocess
 import sys
 
+from generator import MAC_A, MAC_B, VethPair, gro, sh  # bench/generator.py: the same veth pair
+
 from nfvlab.system.hostlock import HostLock
 from nfvlab.traffic.embedded import count_object, gen_binary, tx_object
 
@@ -28,36 +30,6 @@ RATE_PPS = 10_000
 DURATION_S = 1.0
 PROBE_PPS = 100
 CPU = 0
-MAC_A, MAC_B = "02:00:00:00:0a:01", "02:00:00:00:0b:01"
-
-
-def sh(*cmd: str, check: bool = True) -> str:
-    return subprocess.run(cmd, capture_output=True, text=True, check=check).stdout
-
-
-class VethPair:
-    """Namespaces A and B joined by veth ``gca`` <-> ``gcb``; deleted on exit."""
-
-    def __init__(self) -> None:
-        self.ns = (f"nfvl-b-cpu-{os.getpid()}-a", f"nfvl-b-cpu-{os.getpid()}-b")
-
-    def __enter__(self) -> "VethPair":
-        try:
-            for ns in self.ns:
-                sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", "gca", "netns", self.ns[0], "address", MAC_A, "type", "veth",
-               "peer", "name", "gcb", "netns", self.ns[1], "address", MAC_B)
-            for ns, ifname in zip(self.ns, ("gca", "gcb")):
-                sh("ip", "-n", ns, "link", "set", ifname, "up")
-            sh("ip", "netns", "exec", self.ns[1], "ethtool", "-K", "gcb", "gro", "on")  # XDP frames need NAPI
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for ns in self.ns:
-            sh("ip", "netns", "del", ns, check=False)
 
 
 def trial(pair: VethPair, tx: str) -> tuple[float, dict]:
@@ -65,7 +37,7 @@ def trial(pair: VethPair, tx: str) -> tuple[float, dict]:
     cmd = [str(gen_binary()), "--duration-s", f"{DURATION_S:g}", "--frame-size", "64",
            "--latency-pps", str(PROBE_PPS), "--cpu", str(CPU), "--count-obj", str(count_object()),
            *(["--tx", "xdp", "--tx-obj", str(tx_object())] if tx == "xdp" else []),
-           "--stream", f"tx={pair.ns[0]}:gca,rx={pair.ns[1]}:gcb,rate={RATE_PPS},smac={MAC_A},dmac={MAC_B},"
+           "--stream", f"tx={pair.ns[0]}:gva,rx={pair.ns[1]}:gvb,rate={RATE_PPS},smac={MAC_A},dmac={MAC_B},"
                        "sip=198.18.0.1,dip=198.19.0.2"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = proc.stdout.read()
@@ -83,6 +55,7 @@ def main(reps: int = 5) -> int:
     print("| tx | CPU s per trial-s: median (max) | slip ms: median (max) | max backlog frames: median (max) "
           "| stall ms: median (max) | trials that sent all |\n|---|---|---|---|---|---|")
     with HostLock("bench/generator_cpu.py"), VethPair() as pair:
+        gro(pair, True)  # XDP frames need the veth NAPI ring
         for tx in ("socket", "xdp"):
             rows = [trial(pair, tx) for _ in range(reps)]
             cpu = [c / DURATION_S for c, _ in rows]
