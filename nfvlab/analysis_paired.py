@@ -11,8 +11,10 @@ already tested at its share of the claim's alpha, over its looks):
   on log NDR, 95 %) are each shown on opposite sides of 1: the two measurements disagree, and the claim
   is not decided either way.
 
-A pair the paired phase could not measure (a generator-limited arm, a lab that realizes one scenario at a
-time) leaves the claim to the NDR searches (:func:`nfvlab.analysis.claim_rows`), saying why.
+A pair the paired phase left out because an arm's NDR is the generator's is read from the searches as a
+bound (:func:`_bound_link`: a generator-limited NDR is a lower bound of the DUT's), the claim's other
+pairs staying with their paired verdicts. A claim none of whose pairs was measured in paired blocks (a lab
+that realizes one scenario at a time) stays with the NDR searches (:func:`nfvlab.analysis.claim_rows`).
 The A/A control (:func:`control_rows`) is a claim of its own: "no difference" holds when its ratio is
 shown inside the margin, is contradicted when it is shown different, and is inconclusive otherwise.
 """
@@ -32,7 +34,8 @@ PathLike = Union[str, Path]
 __all__ = ["PAIRED_TEST", "paired_notes", "pairs_of", "paired_for", "paired_claim", "control_rows", "host_noise"]
 
 #: The test of a paired pair, as the claims table names it.
-PAIRED_TEST = "paired blocks: one-sample t on the blocks' log ratio (Pocock looks; Bonferroni over the claim's pairs)"
+PAIRED_TEST = ("paired blocks: trimmed t on the blocks' log ratio (20 %; Pocock looks; Bonferroni over the "
+               "claim's pairs)")
 #: What ``effect_size`` is for a paired row.
 PAIRED_EFFECT = "paired ratio - 1"
 #: The A/A control's claim, as the claims table shows it.
@@ -65,8 +68,8 @@ def paired_for(spec, notes: Mapping[tuple, dict]) -> dict:
     return out
 
 
-def _ndr_interval(x: Sequence[float], y: Sequence[float]) -> Optional[tuple[float, float]]:
-    """95 % Welch interval of the ratio of geometric means x / y (None below 2 values each)."""
+def _ndr_interval(x: Sequence[float], y: Sequence[float], level: float = 0.05) -> Optional[tuple[float, float]]:
+    """Two-sided ``1 - level`` Welch interval of the ratio of geometric means x / y (None below 2 values each)."""
     lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
     lx, ly = lx[np.isfinite(lx)], ly[np.isfinite(ly)]
     if lx.size < 2 or ly.size < 2:
@@ -76,12 +79,39 @@ def _ndr_interval(x: Sequence[float], y: Sequence[float]) -> Optional[tuple[floa
     if se == 0:
         return None
     df = (vx + vy) ** 2 / (vx ** 2 / (lx.size - 1) + vy ** 2 / (ly.size - 1))
-    half = float(_st.t.ppf(0.975, df)) * se
+    half = float(_st.t.ppf(1 - level / 2, df)) * se
     d = float(lx.mean() - ly.mean())
     return math.exp(d - half), math.exp(d + half)
 
 
+def _bound_link(a, b, note: dict, ndr: Mapping, level: float) -> Optional[dict]:
+    """A pair the paired phase left out because an arm's NDR is the generator's (``note``'s
+    ``generator_limited``: ``"a"``, ``"b"``), read from the searches where that is sound: a
+    generator-limited NDR is a lower bound of the DUT's, so ``a`` limited and shown above ``b`` is
+    *larger*, ``b`` limited and shown above ``a`` is *smaller*; else *undecided*. None for any other
+    not-testable pair (the claim then stays with the NDR searches)."""
+    limited = note.get("generator_limited")
+    if note.get("verdict") != "not testable" or not limited:
+        return None
+    x, y = ndr.get(a, ()), ndr.get(b, ())
+    nd = _ndr_interval(x, y, level)
+    verdict = "undecided"
+    if nd and limited == ["a"] and nd[0] > 1:
+        verdict = "larger"
+    elif nd and limited == ["b"] and nd[1] < 1:
+        verdict = "smaller"
+    ratio = math.exp(float(np.mean(np.log(x)) - np.mean(np.log(y)))) if len(x) and len(y) else float("nan")
+    lo, hi = nd or (float("nan"), float("nan"))
+    return {"verdict": verdict, "ratio": ratio, "ci_low": lo, "ci_high": hi, "blocks": min(len(x), len(y)),
+            "p_different": float("nan"), "p_equivalent": float("nan"), "detectable": float("nan"),
+            "blocks_needed": None, "bound": f"{', '.join(a if arm == 'a' else b for arm in limited)} "
+                                         f"generator-limited: its NDR a lower bound"}
+
+
 def _pair_text(a, b, n: dict) -> str:
+    if n.get("bound"):
+        return (f"{a} / {b}: NDR ratio {n['ratio']:.3f} [{n['ci_low']:.3f}, {n['ci_high']:.3f}] (searches, "
+                f"{n['bound']}; {n['verdict']})")
     return (f"{a} / {b}: {n['ratio']:.3f} [{n['ci_low']:.3f}, {n['ci_high']:.3f}] ({n['blocks']} blocks, "
             f"{n['verdict']}, detectable {100 * n['detectable']:.0f} %)")
 
@@ -94,8 +124,13 @@ def paired_claim(claim: str, condition: str, chains: Sequence[Sequence], notes: 
     run's host noise, for the detail."""
     pairs = pairs_of(chains)
     got = [notes.get(p) for p in pairs]
-    if not pairs or any(n is None or n.get("verdict") not in ("larger", "smaller", "equivalent", "undecided")
-                        for n in got):
+    measured = ("larger", "smaller", "equivalent", "undecided")
+    if not pairs or all(n is None or n.get("verdict") not in measured for n in got):
+        return None
+    level = 0.05 / len(pairs)  # the claim's alpha over its pairs, as the paired phase shares it
+    got = [n if n is None or n.get("verdict") in measured else _bound_link(a, b, n, ndr, level)
+           for (a, b), n in zip(pairs, got)]
+    if any(n is None for n in got):
         return None
     detail = "; ".join(_pair_text(a, b, n) for (a, b), n in zip(pairs, got)) + (f"; {noise}" if noise else "")
     row = {"claim": claim, "condition": condition, "test": PAIRED_TEST, "effect_size_kind": PAIRED_EFFECT,
@@ -110,19 +145,24 @@ def paired_claim(claim: str, condition: str, chains: Sequence[Sequence], notes: 
 
     for i, ((a, b), n) in enumerate(zip(pairs, got)):
         nd = _ndr_interval(ndr.get(a, ()), ndr.get(b, ()))
-        if nd and n["verdict"] in ("larger", "smaller") and (
+        if nd and not n.get("bound") and n["verdict"] in ("larger", "smaller") and (
                 (n["ci_low"] > 1 and nd[1] < 1) or (n["ci_high"] < 1 and nd[0] > 1)):
             return pick(i, "metric-dependent", f"the paired ratio of {a} / {b} ({n['ratio']:.3f}) and its NDR "
                                                f"ratio [{nd[0]:.3f}, {nd[1]:.3f}] are shown on opposite sides of 1")
+    def how(n: dict) -> str:
+        return "by its searches (a generator-limited NDR as a lower bound)" if n.get("bound") else "in paired blocks"
+
     for i, n in enumerate(got):
         if n["verdict"] == "smaller":
-            return pick(i, "contradicted", f"{pairs[i][1]} is shown above {pairs[i][0]} in paired blocks")
+            return pick(i, "contradicted", f"{pairs[i][1]} is shown above {pairs[i][0]} {how(n)}")
         if n["verdict"] == "equivalent":
             return pick(i, "contradicted", f"{pairs[i][0]} and {pairs[i][1]} are shown within the margin of each "
                                            f"other in paired blocks (no practical difference)")
     if all(n["verdict"] == "larger" for n in got):
         worst = min(range(len(got)), key=lambda i: got[i]["ratio"])
-        return pick(worst, "holds", "every pair is shown in the claimed order in paired blocks")
+        return pick(worst, "holds", "every pair is shown in the claimed order in paired blocks"
+                    + ("" if not any(n.get("bound") for n in got) else
+                       " (a pair with a generator-limited arm by its searches, that NDR a lower bound)"))
     open_ = [i for i, n in enumerate(got) if n["verdict"] == "undecided"]
     return pick(open_[0], "inconclusive", "a pair is not decided within the paired phase's blocks")
 

@@ -9,9 +9,14 @@ Abedi & Brecht 2017; Chromium Pinpoint's paired arms; Laaber et al. 2019):
 * **Blocks.** Both arms up at once; a block is four short trials, arms in ``ABBA`` or ``BAAB``
   order drawn at random (:func:`schedule`): a linear drift of the host's speed inside a block
   cancels, and the order cannot favour an arm.
-* **Statistic.** A block's paired log-ratio ``d = mean(log a) - mean(log b)`` of its trials' rates
-  (:func:`block_log_ratio`); the blocks' ``d`` are treated as independent (blocks are seconds
-  apart, past most of the host's memory) and judged by a one-sample t on their mean.
+* **Statistic.** A block's paired log-ratio ``d`` (:func:`block_log_ratio`: ``mean(log a) -
+  mean(log b)`` of its trials' rates; or ``log(NDR_a / NDR_b)`` of its two searches); the blocks' ``d``
+  are treated as independent (blocks are seconds apart, past most of the host's memory) and judged
+  by their 20 % trimmed mean (:func:`trimmed_t`: Tukey-McLaughlin's standard error from the
+  winsorized SD, ``h - 2`` degrees of freedom, ``h`` the blocks kept; Wilcox, *Introduction to
+  Robust Estimation and Hypothesis Testing*, 4.4): a block that a spell of the host hit on one arm
+  only (an NDR search of one arm landing in a slow spell) moves a mean, not a trimmed mean. Below 5
+  blocks nothing is trimmed (a plain one-sample t).
 * **Verdict** (:func:`paired_test`): *larger* / *smaller* when the two-sided test rejects a ratio of
   1, *equivalent* when TOST shows the ratio inside ``[1/(1+m), 1+m]``, else *undecided*, with the
   difference detectable at this n and the blocks a decision would likely need.
@@ -35,7 +40,10 @@ from scipy import stats as _st
 
 from nfvlab.claims import Plan
 
-__all__ = ["BlockPlan", "PairedResult", "schedule", "block_log_ratio", "paired_test", "sequential"]
+__all__ = ["BlockPlan", "PairedResult", "schedule", "block_log_ratio", "trimmed_t", "paired_test", "sequential"]
+
+#: Share of the blocks trimmed from each end before the mean (Wilcox's default for the trimmed t).
+TRIM = 0.2
 
 #: What :func:`paired_test` can say of arm A against arm B.
 PAIRED_VERDICTS = ("larger", "smaller", "equivalent", "undecided")
@@ -88,9 +96,10 @@ class PairedResult:
     blocks : int
         Blocks judged.
     ratio, ci_low, ci_high : float
-        Geometric-mean ratio A / B of the blocks' trials and its two-sided interval at the look's level.
+        Ratio A / B (the exp of the blocks' trimmed mean log-ratio) and its two-sided interval at the
+        look's level.
     p_different : float
-        Two-sided p of "the ratio is 1" (one-sample t on the blocks' log-ratios).
+        Two-sided p of "the ratio is 1" (trimmed t on the blocks' log-ratios, :func:`trimmed_t`).
     p_equivalent : float
         TOST p of "the ratio lies outside the margin" (the larger of the two one-sided p).
     level : float
@@ -130,11 +139,39 @@ def block_log_ratio(a: Sequence[float], b: Sequence[float]) -> float:
     return float(la.mean() - lb.mean())
 
 
-def _needed(sd: float, effect: float, level: float, power: float, equivalence: Optional[float]) -> Optional[int]:
-    """Blocks at which a one-sample t with this SD likely decides ``effect`` (log), or shows it inside
-    +-``equivalence`` (log) when given; None beyond 1000 blocks."""
+def _kept(n, trim: float):
+    """Blocks kept of ``n`` after trimming ``floor(trim n)`` from each end (works on arrays of n)."""
+    return n - 2 * np.floor(trim * np.asarray(n) + 1e-9).astype(int)
+
+
+def trimmed_t(d: Sequence[float], trim: float = TRIM) -> tuple[float, float, float, float]:
+    """The trimmed mean of ``d``, its standard error, degrees of freedom and the winsorized SD.
+
+    ``g = floor(trim n)`` values are cut from each end; the standard error is Tukey-McLaughlin's
+    ``sqrt((n - 1) s_w^2 / (h (h - 1)))`` with ``s_w`` the SD of ``d`` winsorized at the same ``g``
+    and ``h = n - 2 g`` the values kept; ``h - 2`` degrees of freedom, one fewer than the textbook's
+    ``h - 1``: at the few blocks kept here that t runs liberal (simulated with the host's spells, looks
+    at 6, 10, 14, 18 blocks: 5.4 % false positives at alpha 5 %, against 2.8 % with ``h - 2`` and
+    3.9 % for the plain t; tests/test_paired.py). ``g = 0``: the mean, ``s / sqrt(n)`` and ``n - 1``
+    (a plain one-sample t)."""
+    x = np.sort(np.asarray(d, dtype=float))
+    n = x.size
+    h = int(_kept(n, trim))
+    g = (n - h) // 2
+    if h < 2:
+        raise ValueError(f"paired: trimming {trim} of {n} blocks leaves fewer than two")
+    sw = float(np.clip(x, x[g], x[n - g - 1]).std(ddof=1))
+    sw = max(sw, 1e-12)  # identical blocks: a tiny spread, not a division by zero
+    return float(x[g:n - g].mean()), sw * math.sqrt((n - 1) / (h * (h - 1))), (h - 1 if g == 0 else h - 2), sw
+
+
+def _needed(sw: float, effect: float, level: float, power: float, equivalence: Optional[float],
+            trim: float = TRIM) -> Optional[int]:
+    """Blocks at which a trimmed t (:func:`trimmed_t`) with this winsorized SD likely decides
+    ``effect`` (log), or shows it inside +-``equivalence`` (log) when given; None beyond 1000 blocks."""
     n = np.arange(3, 1001)
-    df, se = n - 1, sd / np.sqrt(n)
+    h = _kept(n, trim)
+    df, se = np.where(h == n, h - 1, h - 2), sw * np.sqrt((n - 1) / (h * (h - 1)))
     if equivalence is not None:
         achieved = _st.t.cdf((equivalence - abs(effect)) / se - _st.t.ppf(1 - level, df), df)
     else:
@@ -143,15 +180,15 @@ def _needed(sd: float, effect: float, level: float, power: float, equivalence: O
     return int(n[hits[0]]) if hits.size else None
 
 
-def paired_test(log_ratios: Sequence[float], *, level: float, margin: float, power: float = 0.80) -> PairedResult:
-    """The verdict on A against B from the blocks' paired log-ratios (:func:`block_log_ratio`) at ``level``."""
+def paired_test(log_ratios: Sequence[float], *, level: float, margin: float, power: float = 0.80,
+                trim: float = TRIM) -> PairedResult:
+    """The verdict on A against B from the blocks' paired log-ratios (:func:`block_log_ratio`) at
+    ``level``, by their trimmed mean (:func:`trimmed_t`; ``trim=0``: the plain mean and t)."""
     d = np.asarray(log_ratios, dtype=float)
     n = d.size
     if n < 2:
         raise ValueError("paired: at least two blocks are needed")
-    mean, sd = float(d.mean()), float(d.std(ddof=1))
-    sd = max(sd, 1e-12)  # identical blocks: a tiny spread, not a division by zero
-    se, df = sd / math.sqrt(n), n - 1
+    mean, se, df, sw = trimmed_t(d, trim)
     t = mean / se
     p_diff = float(2 * _st.t.sf(abs(t), df))
     bound = math.log1p(margin)
@@ -167,7 +204,7 @@ def paired_test(log_ratios: Sequence[float], *, level: float, margin: float, pow
     needed = None
     if verdict == "undecided":
         toward_equal = abs(mean) < bound / 2
-        needed = _needed(sd, mean if not toward_equal else 0.0, level, power, bound if toward_equal else None)
+        needed = _needed(sw, mean if not toward_equal else 0.0, level, power, bound if toward_equal else None, trim)
     return PairedResult(n, math.exp(mean), math.exp(mean - half), math.exp(mean + half), p_diff, p_eq, level,
                         verdict, detectable, needed)
 

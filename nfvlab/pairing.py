@@ -1,18 +1,21 @@
-"""The paired phase of an experiment run: its claims' pairs decided by randomized ABBA blocks.
+"""The paired phase of an experiment run: its claims' pairs decided by randomized paired blocks.
 
 After the NDR searches (which stay for the absolute tables), every pair of configurations a claim
 compares (:func:`nfvlab.claimsets.compared_pairs`) is measured anew with both labs up at once:
 
-* **Arms.** Each arm is offered ``paired.overload`` times its own NDR (the median of the run's
-  searches), so a trial measures what its DUT forwards; a trial's figure is its forwarding rate
-  (frames received per second, both directions). An arm whose rate would be at or above 90 % of the
-  generator's calibrated ceiling (or whose NDR was generator-limited) makes the pair not testable:
-  the generator, not the DUT, would be measured.
+* **Arms.** Each arm's NDR (the median of the run's searches) sets its block's rates: ``metric: ndr``,
+  its searches' top at ``paired.span`` x it; ``metric: forwarding``, trials at ``paired.overload`` x
+  it. An arm whose NDR was generator-limited or is at or above 90 % of the generator's calibrated
+  ceiling makes the pair not testable: the generator, not the DUT, would be measured.
 * **Idle arm paused.** While one arm runs a trial the other lab's processes are stopped
   (:attr:`nfvlab.labs.base.LabSession.pause`), so its poll-mode threads leave the two CPUs to the
   measured arm. A lab that cannot pause runs idle (recorded).
-* **Blocks.** Four trials, ``ABBA`` or ``BAAB`` at random (:func:`nfvlab.paired.schedule`); a block's
-  paired log-ratio (:func:`nfvlab.paired.block_log_ratio`) is the statistic. Blocks are added look by
+* **Blocks.** ``metric: ndr`` (the default): a short NDR search per arm, their trials taking turns,
+  each search's top rate lowered at random within one goal width (so that MLRsearch's load grid, and
+  with it the NDR's rounding, differs from block to block); the block's figure ``log(NDR_a / NDR_b)``.
+  ``metric: forwarding``: four trials, ``ABBA`` or ``BAAB`` at random (:func:`nfvlab.paired.schedule`),
+  the paired log-ratio of their forwarding rates (:func:`nfvlab.paired.block_log_ratio`). The blocks
+  are judged by their trimmed mean (:func:`nfvlab.paired.paired_test`). Blocks are added look by
   look (:class:`nfvlab.paired.BlockPlan`, Pocock-type alpha spending) at the pair's share of the claim's
   alpha (Bonferroni over the pairs of the claims it belongs to) until decided, at ``max_blocks``, or when
   the phase's time budget is spent.
@@ -21,8 +24,8 @@ compares (:func:`nfvlab.claimsets.compared_pairs`) is measured anew with both la
 
 Every trial is recorded (``purpose=paired``, ``comparison``, ``arm``, ``block``) and every comparison
 ends with one note of kind ``paired`` (the last look's :class:`nfvlab.paired.PairedResult` fields, the
-rates offered, the share of each arm's trials that lost frames: a trial without loss measured what
-was offered, not the DUT). The analysis (:func:`nfvlab.paired.claim_verdict`) decides the claims from them.
+arms' NDRs, every block's log-ratio). The analysis (:func:`nfvlab.analysis_paired.paired_claim`)
+decides the claims from them.
 """
 from __future__ import annotations
 
@@ -42,7 +45,8 @@ from nfvlab.records import RecordWriter
 from nfvlab.scenario import Scenario
 from nfvlab.trial import GeneratorMeasurer, TrialResult, invalid_repeat_pause_s, run_trial
 
-__all__ = ["Arm", "Comparison", "plan_comparisons", "run_paired", "not_testable", "median_ndr", "PAIRED_NOTE",
+__all__ = ["Arm", "Comparison", "plan_comparisons", "run_paired", "not_testable", "median_ndr", "control_blocks",
+           "PAIRED_NOTE",
            "GENERATOR_LIMIT"]
 
 #: The kind of the note that ends each comparison (what the analysis reads).
@@ -153,10 +157,12 @@ def run_paired(params: ExperimentParams, backend, ceiling: Callable[[object, obj
         _compare(params, backend, ceiling, comp, rec, bar, t_end, f"{i + 1}/{len(todo)}")
 
 
-def not_testable(comp: Comparison, why: str, rec: RecordWriter, bar) -> None:
-    """Record that ``comp`` could not be measured, and why (its ``paired`` note)."""
+def not_testable(comp: Comparison, why: str, rec: RecordWriter, bar, limited: Iterable[str] = ()) -> None:
+    """Record that ``comp`` could not be measured, and why (its ``paired`` note); ``limited``: the arms
+    (``"a"``, ``"b"``) whose NDR is the generator's (the analysis may still read a bound from them)."""
     rec.note(f"paired {comp.key}: not testable: {why}", kind=PAIRED_NOTE, comparison=comp.key, a=comp.a.config,
-             b=comp.b.config, control=comp.control, claims=list(comp.claims), verdict="not testable", reason=why)
+             b=comp.b.config, control=comp.control, claims=list(comp.claims), verdict="not testable", reason=why,
+             generator_limited=sorted(limited))
     bar.note(f"paired {comp.key}: not testable: {why}")
 
 
@@ -165,9 +171,10 @@ def _compare(params: ExperimentParams, backend, ceiling, comp: Comparison, rec: 
     pp = params.paired
     if time.monotonic() >= t_end:
         return not_testable(comp, "the paired phase's time budget (paired.seconds) was spent before it", rec, bar)
-    limited = [arm.config for arm in (comp.a, comp.b) if arm.generator_limited]
+    limited = {name: arm.config for name, arm in (("a", comp.a), ("b", comp.b)) if arm.generator_limited}
     if limited:
-        return not_testable(comp, f"generator-limited NDR: {', '.join(dict.fromkeys(limited))}", rec, bar)
+        return not_testable(comp, f"generator-limited NDR: {'; '.join(dict.fromkeys(limited.values()))}", rec, bar,
+                            limited)
     t0 = time.monotonic()
     with ExitStack() as stack:
         sessions = {}
@@ -180,7 +187,7 @@ def _compare(params: ExperimentParams, backend, ceiling, comp: Comparison, rec: 
             if caps[name] and arm.ndr_pps >= GENERATOR_LIMIT * caps[name]:
                 return not_testable(comp, f"{arm.config}: its NDR {arm.ndr_pps:,.0f} pps is at or above "
                                           f"{GENERATOR_LIMIT:.0%} of the generator's ceiling ({caps[name]:,.0f} pps)",
-                                    rec, bar)
+                                    rec, bar, [name])
         paused = all(s.pause is not None for s in sessions.values())
         switch = _Switch(sessions)
         # A lab is paused only once it has carried traffic: stopped straight after its build (vhost-user
@@ -193,8 +200,8 @@ def _compare(params: ExperimentParams, backend, ceiling, comp: Comparison, rec: 
             rec.trial(t, purpose="paired-warmup", comparison=comp.key, arm=name, control=comp.control,
                       **arm.scenario.labels())
         rng = random.Random(f"{pp.seed}:{rec.run_id}:{comp.key}")
-        # The control asks one thing (a difference where there is none?): its first look answers it.
-        plan = BlockPlan(pp.first_blocks, pp.step, pp.first_blocks if comp.control else pp.max_blocks,
+        # The control asks one thing (a difference where there is none?): its first two looks answer it.
+        plan = BlockPlan(pp.first_blocks, pp.step, control_blocks(pp) if comp.control else pp.max_blocks,
                          alpha=comp.alpha, margin=pp.margin)
         block = _ndr_block if pp.metric == "ndr" else _forwarding_block
         d: list[float] = []
@@ -221,7 +228,7 @@ def _compare(params: ExperimentParams, backend, ceiling, comp: Comparison, rec: 
                 break
     if result is None:
         return not_testable(comp, f"{lost} blocks lost: {'; '.join(dict.fromkeys(why_lost))}", rec, bar)
-    _record(comp, result, pp.metric, stopped, paused, lost, time.monotonic() - t0, rec, bar, counter)
+    _record(comp, result, d, pp.metric, stopped, paused, lost, time.monotonic() - t0, rec, bar, counter)
 
 
 class _Switch:
@@ -303,6 +310,10 @@ def _ndr_block(params: ExperimentParams, comp: Comparison, switch: _Switch, sess
     pp, sp = params.paired, params.search
     turns = _Turns(rng.choice("ab"), switch)
     found: dict[str, object] = {}
+    # MLRsearch's loads lie on a grid anchored at the top rate: the same top every block would give the
+    # same few NDR values, an error of up to one goal width repeated in every block (no mean removes it).
+    # A top lowered at random within one width shifts the grid per block and arm, so the errors average out.
+    dither = {name: (1 + pp.relative_width) ** -rng.random() for name in ("a", "b")}
 
     def search_arm(name: str, arm: Arm) -> None:
         def record(t: TrialResult) -> None:
@@ -318,6 +329,7 @@ def _ndr_block(params: ExperimentParams, comp: Comparison, switch: _Switch, sess
         lo, hi = sp.min_rate_pps, arm.ndr_pps * pp.span
         if caps[name]:
             hi = min(hi, measure.default_max_rate(params.lab.port_speed, arm.frame_size, caps[name]))
+        hi *= dither[name]
         try:
             results = measure.search(meas, arm.frame_size, sp.model_copy(update={"relative_width": pp.relative_width}),
                                      max_rate_pps=hi, ceiling_pps=caps[name], progress=False, warmup_s=0.0)
@@ -387,8 +399,8 @@ def _valid_trial(params: ExperimentParams, gen, rate_pps: float, arm: Arm, comp:
     return None
 
 
-def _record(comp: Comparison, r: PairedResult, metric: str, stopped: str, paused: bool, lost: int, seconds: float,
-            rec: RecordWriter, bar, counter: str) -> None:
+def _record(comp: Comparison, r: PairedResult, blocks: list[float], metric: str, stopped: str, paused: bool,
+            lost: int, seconds: float, rec: RecordWriter, bar, counter: str) -> None:
     fields = {"blocks": r.blocks, "ratio": r.ratio, "ci_low": r.ci_low, "ci_high": r.ci_high,
               "p_different": r.p_different, "p_equivalent": r.p_equivalent, "level": r.level,
               "detectable": r.detectable, "blocks_needed": r.blocks_needed}
@@ -397,9 +409,14 @@ def _record(comp: Comparison, r: PairedResult, metric: str, stopped: str, paused
     rec.note(text, kind=PAIRED_NOTE, comparison=comp.key, a=comp.a.config, b=comp.b.config, control=comp.control,
              claims=list(comp.claims), verdict=r.verdict, metric=metric, stopped=stopped, idle_arm_paused=paused,
              lost_blocks=lost, ndr_a_pps=round(comp.a.ndr_pps, 1), ndr_b_pps=round(comp.b.ndr_pps, 1),
-             alpha=comp.alpha, seconds=round(seconds, 1),
+             alpha=comp.alpha, seconds=round(seconds, 1), block_log_ratios=[round(x, 5) for x in blocks],
              **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in fields.items()})
     bar.note(f"{counter} {text}")
+
+
+def control_blocks(pp) -> int:
+    """Most blocks of the A/A control: its first two looks (``paired`` params ``pp``)."""
+    return min(pp.first_blocks + pp.step, pp.max_blocks)
 
 
 def median_ndr(values: Iterable[float]) -> float:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Optional, Union
 
 from nfvlab import claimsets, experiment
+from nfvlab.pairing import control_blocks
 from nfvlab.params import CniExperimentParams, ExperimentParams
 from nfvlab.records import read_records
 from nfvlab.scenario.cni import step_labels, steps
@@ -201,7 +202,7 @@ def paired_estimate_s(params: ExperimentParams, search_s: float) -> float:
     if pp.seconds:
         return float(pp.seconds)
     pairs = len(claimsets.compared_pairs(claimsets.search_claims_of(params) or []))
-    return (pp.first_blocks * pp.control + pairs * pp.max_blocks) * PAIRED_BLOCK_SEARCHES * search_s
+    return (control_blocks(pp) * pp.control + pairs * pp.max_blocks) * PAIRED_BLOCK_SEARCHES * search_s
 
 
 def _minutes(seconds: float) -> str:

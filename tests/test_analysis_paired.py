@@ -75,3 +75,23 @@ def test_the_control_holds_only_when_shown_equal_and_is_contradicted_when_shown_
 def test_pairs_of_a_chain_are_its_neighbours_once():
     assert AP.pairs_of([["s1", "s2"], ["s1", "s3"], ["a", "b", "c"], ["a", "b"]]) == [
         ("s1", "s2"), ("s1", "s3"), ("a", "b"), ("b", "c")]
+
+
+def test_a_generator_limited_pair_is_read_from_the_searches_as_a_lower_bound():
+    limited_a = {"verdict": "not testable", "reason": "generator-limited NDR: x", "generator_limited": ["a"]}
+    ndr = {"x": [400.0, 410.0, 405.0], "y": [56.0, 57.0, 58.0]}  # x's NDR (a lower bound of its DUT's) is ~7 x y's
+    holds = AP.paired_claim("c", "64 B", CHAINS, {("x", "y"): limited_a, ("y", "z"): note("larger", 1.2)}, ndr)
+    assert (holds["verdict"], holds["pair"]) == ("holds", "y > z") and "lower bound" in holds["reason"]
+    assert "x / y: NDR ratio 7.106" in holds["detail"]
+    eq = AP.paired_claim("c", "64 B", CHAINS, {("x", "y"): limited_a, ("y", "z"): note("equivalent", 1.01)}, ndr)
+    assert (eq["verdict"], eq["pair"]) == ("contradicted", "y > z")
+    # the bound says nothing when the limited arm comes out below: its DUT may be faster still
+    below = {"x": [50.0, 51.0, 52.0], "y": [56.0, 57.0, 58.0]}
+    open_ = AP.paired_claim("c", "64 B", CHAINS, {("x", "y"): limited_a, ("y", "z"): note("larger", 1.2)}, below)
+    assert (open_["verdict"], open_["pair"]) == ("inconclusive", "x > y")
+    # the claimed-smaller arm limited and still shown above: contradicted by the searches
+    limited_b = {**limited_a, "generator_limited": ["b"]}
+    row = AP.paired_claim("c", "64 B", CHAINS, {("x", "y"): limited_b, ("y", "z"): note("larger", 1.2)}, below)
+    assert (row["verdict"], row["pair"]) == ("contradicted", "x > y") and "lower bound" in row["reason"]
+    # nothing paired at all: the claim stays with the searches
+    assert AP.paired_claim("c", "64 B", CHAINS, {("x", "y"): limited_a}, ndr) is None

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from nfvlab import paired
-from nfvlab.paired import BlockPlan, block_log_ratio, paired_test, schedule, sequential
+from nfvlab.paired import BlockPlan, block_log_ratio, paired_test, schedule, sequential, trimmed_t
 
 
 def test_schedule_is_abba_or_baab_at_random_and_reproducible():
@@ -40,6 +40,26 @@ def test_known_blocks_larger_and_equivalent():
     assert wide.verdict == "undecided" and wide.blocks_needed > 4 and wide.detectable > 0.1
 
 
+def test_trimmed_t_of_known_blocks():
+    # n = 5: one cut from each end; kept 0.01, 0.02, 0.03 (mean 0.02); winsorized 0.01, 0.01, 0.02,
+    # 0.03, 0.03: SD 0.01; SE 0.01 * sqrt(4 / (3 * 2)); h - 2 = 1 degree of freedom
+    mean, se, df, sw = trimmed_t([0.5, 0.0, 0.02, 0.03, 0.01])
+    assert (mean, sw, df) == pytest.approx((0.02, 0.01, 1)) and se == pytest.approx(0.01 * math.sqrt(4 / 6))
+    # below 5 blocks nothing is cut: the plain mean, s / sqrt(n), n - 1
+    d = [0.1, 0.12, 0.08, 0.3]
+    assert trimmed_t(d) == pytest.approx((np.mean(d), np.std(d, ddof=1) / 2, 3, np.std(d, ddof=1)))
+    assert trimmed_t(d + [0.0] * 6, trim=0.0)[2] == 9
+
+
+def test_slow_spells_on_one_arm_in_two_of_ten_blocks_do_not_decide_the_comparison():
+    # Eight blocks within +-3 % of each other and two in which one arm's search landed in a slow spell
+    # (NDR -35 %, -40 %): the trimmed mean shows the arms within the 5 % margin; the mean cannot.
+    d = [0.02, 0.01, 0.03, -0.43, 0.015, -0.51, 0.02, 0.0, 0.025, 0.01]
+    robust = paired_test(d, level=0.05, margin=0.05)
+    assert robust.verdict == "equivalent" and robust.ratio == pytest.approx(math.exp(0.0125))
+    assert paired_test(d, level=0.05, margin=0.05, trim=0.0).verdict == "undecided"
+
+
 def test_looks_spend_at_most_alpha_and_stop_when_decided():
     plan = BlockPlan(first=4, step=4, max_blocks=20, alpha=0.05)
     assert plan.looks == [4, 8, 12, 16, 20]
@@ -63,37 +83,44 @@ def _host(rng, windows: int, sd: float, lag1: float) -> np.ndarray:
     return h
 
 
-def _block_source(seed: int, ratio: float, lag1: float, blocks: int, sd: float = 0.22):
+def _block_source(seed: int, ratio: float, lag1: float, blocks: int, sd: float = 0.22, slump: float = 0.0):
     """Block i's paired log-ratio on a simulated host: 1 s trials (two windows each) in the
-    schedule's order, arm A ``ratio`` times arm B, plus 3 % trial noise."""
+    schedule's order, arm A ``ratio`` times arm B, plus 3 % trial noise; with chance ``slump`` a
+    block has one arm (either, at random) 35 % slower throughout (a search that a long slow spell hit)."""
     rng, orders = np.random.default_rng(seed), schedule(blocks, random.Random(seed))
     h = _host(rng, blocks * 8 + 2, sd, lag1)
 
     def block(i: int) -> float:
         rates = {"A": [], "B": []}
+        slow = rng.choice(["A", "B"]) if rng.random() < slump else None
         for j, arm in enumerate(orders[i]):
             w = (4 * i + j) * 2
             log_rate = h[w:w + 2].mean() + rng.normal(0.0, 0.03) + (math.log(ratio) if arm == "A" else 0.0)
-            rates[arm].append(math.exp(log_rate))
+            rates[arm].append(math.exp(log_rate + (math.log(0.65) if arm == slow else 0.0)))
         return block_log_ratio(rates["A"], rates["B"])
 
     return block
 
 
-@pytest.mark.parametrize("lag1", [0.4, 0.7, 0.9])
-def test_the_sequential_design_holds_alpha_under_the_null_with_spells(lag1):
-    plan = BlockPlan()
+@pytest.mark.parametrize("lag1, slump", [(0.4, 0.0), (0.7, 0.0), (0.9, 0.0), (0.7, 0.2)])
+@pytest.mark.parametrize("looks", [(6, 4, 30), (4, 3, 10), (6, 4, 18)])  # the class's, the quick and full params'
+def test_the_sequential_design_holds_alpha_under_the_null_with_spells(lag1, slump, looks):
+    plan = BlockPlan(*looks)
     n = 600
-    verdicts = [sequential(_block_source(seed, 1.0, lag1, plan.max_blocks), plan)[-1].verdict for seed in range(n)]
+    verdicts = [sequential(_block_source(seed, 1.0, lag1, plan.max_blocks, slump=slump), plan)[-1].verdict
+                for seed in range(n)]
     false_positive = sum(v in ("larger", "smaller") for v in verdicts) / n
     assert false_positive <= plan.alpha, false_positive
 
 
 def test_a_ten_percent_difference_is_decided_in_the_blocks_the_design_claims():
-    # The SD of a block's log-ratio on this simulated host, from many A/A blocks (lag-1 0.7).
-    aa = [_block_source(seed, 1.0, 0.7, 1)(0) for seed in range(3000)]
-    sd = float(np.std(aa, ddof=1))
-    claimed = paired._needed(sd, math.log(1.10), 0.05, 0.80, None)
+    # The design claims blocks from a look's winsorized SD, which depends on the look's size (floor(0.2 n)
+    # cut from each end): the claim made from n A/A blocks, n its own claim (a few rounds settle it).
+    claimed = 10
+    for _ in range(3):
+        sw = float(np.median([trimmed_t([_block_source(seed * 100 + i, 1.0, 0.7, 1)(0) for i in range(claimed)])[3]
+                              for seed in range(300)]))
+        claimed = paired._needed(sw, math.log(1.10), 0.05, 0.80, None)
     assert claimed is not None and claimed >= 3
     n = 400
     sources = [_block_source(10_000 + s, 1.10, 0.7, claimed) for s in range(n)]

@@ -1,5 +1,6 @@
 """The paired phase (nfvlab.pairing): which comparisons, the arms' trials taking turns, and on real
 packets, two tbf data paths of known capacities up at once, the idle one paused."""
+import math
 import threading
 import time
 from contextlib import contextmanager
@@ -161,6 +162,14 @@ def test_a_paired_comparison_of_two_known_paths_takes_turns_and_finds_the_faster
     # 16 kpps against 4 kpps: the block's NDR ratio, whatever the host did, is far above 1 (each NDR is at
     # most its path's capacity over the trial plus the buffer; the slower path's at most ~4.3 kpps)
     assert lab["ratio"] > 1 and lab["ci_low"] <= lab["ratio"] <= lab["ci_high"]
+    # every block's figure kept; two blocks: nothing trimmed, the ratio their mean's exp
+    assert len(lab["block_log_ratios"]) == 2
+    assert lab["ratio"] == pytest.approx(math.exp(sum(lab["block_log_ratios"]) / 2), rel=1e-4)
+    # each block's searches start at a top lowered at random within one goal width (the load grid dithered)
+    for arm, ndr in (("a", 15_000.0), ("b", 3_800.0)):
+        tops = [max(r["result"]["rate_pps"] for r in trials if r["labels"]["arm"] == arm and r["labels"]["block"] == k)
+                for k in (0, 1)]
+        assert all(2 * ndr / 1.05 - 1 <= t <= 2 * ndr + 1 for t in tops) and tops[0] != tops[1], tops
 
 
 @pytest.mark.lab

@@ -47,7 +47,8 @@ class PairedParams(_Strict):
     """Chance of any wrong verdict on a claim, over its pairs and looks."""
     control: bool = True
     """Measure the A/A control (the design's own noise floor, which must not come out as a difference):
-    ``first_blocks`` blocks, one look (it asks only whether the design shows a difference where there is none)."""
+    its first two looks, ``first_blocks + step`` blocks at most (it asks only whether the design shows a
+    difference where there is none)."""
     seconds: Optional[Annotated[float, Field(gt=0, le=86400)]] = None
     """Time budget of the whole phase, seconds: no look starts once it is spent (null: only
     ``max_blocks`` bounds it); an unfinished comparison is recorded undecided, with why."""
