@@ -151,17 +151,25 @@ def kill_9_timing() -> None:
                 kc.clean_leftovers()
 
 
-def main() -> int:
-    t_start = time.monotonic()
+def lab_profile(bench: str) -> dict | None:
+    """The lab profile :data:`LAB_PROFILE`, or None after printing why ``bench`` cannot run here
+    (not root, no local cluster)."""
     if os.geteuid() != 0:
-        print("bench/k8s_timing.py needs root")
-        return 1
+        print(f"{bench} needs root")
+        return None
     why = kc.unavailable_reason()
     if why:
         print(f"no local Kubernetes cluster: {why}")
-        return 1
+        return None
     with open(LAB_PROFILE) as f:
-        profile = yaml.safe_load(f)
+        return yaml.safe_load(f)
+
+
+def main() -> int:
+    t_start = time.monotonic()
+    profile = lab_profile("bench/k8s_timing.py")
+    if profile is None:
+        return 1
     print("== the local cluster and the Kubernetes lab (one run)")
     t = time.monotonic()
     # The Kubernetes lab takes the host lock for each run (it cables this host): the cluster must not.

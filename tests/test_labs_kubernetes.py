@@ -566,6 +566,32 @@ def test_the_shipped_rbac_manifest_is_strictly_valid_and_covers_what_the_backend
     assert needed <= granted
 
 
+def test_the_kernel_pods_shell_as_pid_1_exits_0_on_sigterm():
+    """The kernel pod's container (busybox sh as PID 1 of its PID namespace) ends on the kubelet's
+    SIGTERM, not on the SIGKILL after the grace period: a PID 1 ignores signals it has no handler for."""
+    if os.geteuid() != 0:
+        pytest.skip("a PID namespace needs root")
+    script = render.forwarder_script(["02:00:00:00:aa:01", "02:00:00:00:aa:02"])
+    assert script.endswith("; " + render.STAY_UP)
+    proc = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "busybox", "sh", "-c", render.STAY_UP])
+    try:
+        shell, deadline = None, time.monotonic() + 30
+        while shell is None and time.monotonic() < deadline:  # until the shell has set its trap
+            for pid in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split():
+                caught = [ln for ln in Path(f"/proc/{pid}/status").read_text().splitlines()
+                          if ln.startswith("SigCgt:")]
+                if caught and int(caught[0].split()[1], 16) & 1 << (signal.SIGTERM - 1):
+                    shell = int(pid)  # PID 1 of the new namespace
+            time.sleep(0.01)
+        assert shell is not None
+        os.kill(shell, signal.SIGTERM)  # from the parent namespace, as the runtime does
+        assert proc.wait(timeout=30) == 0  # (a give-up, not a target: an ignored SIGTERM never ends it)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 # ------------------------------------------------------------------ a real cluster
 sys.path.insert(0, str(REPO / "tests"))
 

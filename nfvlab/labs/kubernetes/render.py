@@ -278,6 +278,12 @@ def next_hops(scenario: Scenario, name: str) -> dict[int, Optional[str]]:
     raise KeyError(f"no pod {name} in {scenario.label}")
 
 
+#: How the kernel pod's shell stays up: PID 1 of its container, exiting on SIGTERM. A PID 1 without a
+#: handler (an exec'd sleep) ignores SIGTERM, so each pod deletion waited out the grace period and
+#: the kill after it (~2 s of a lab instance's teardown).
+STAY_UP = "trap 'exit 0' TERM INT; sleep 2147483647 & wait"
+
+
 def forwarder_script(tg_macs: list[str], hops: Optional[dict[int, Optional[str]]] = None,
                      routed: bool = False) -> str:
     """The pod's start-up (busybox sh): static neighbours and routes towards the generator (or the next
@@ -295,7 +301,7 @@ def forwarder_script(tg_macs: list[str], hops: Optional[dict[int, Optional[str]]
             lines.append(f"arp -i {ifname} -s {TG_IP[side]} {tg_macs[side]}")
         lines.append(f"ip route replace {TG_NET[side]}.0/24 via {via} dev {ifname}")
     lines.append("echo nfvlab-forwarder-ready")
-    lines.append("exec sleep 2147483647")
+    lines.append(STAY_UP)
     return "set -e; " + "; ".join(lines)
 
 
