@@ -127,7 +127,9 @@ def paired_claim(claim: str, condition: str, chains: Sequence[Sequence], notes: 
     measured = ("larger", "smaller", "equivalent", "undecided")
     if not pairs or all(n is None or n.get("verdict") not in measured for n in got):
         return None
-    level = 0.05 / len(pairs)  # the claim's alpha over its pairs, as the paired phase shares it
+    # a bound is read at the alpha share its claim's measured pairs were tested at (their notes' ``alpha``)
+    level = min((n["alpha"] for n in got if n is not None and n.get("verdict") in measured and "alpha" in n),
+                default=0.05 / len(pairs))
     got = [n if n is None or n.get("verdict") in measured else _bound_link(a, b, n, ndr, level)
            for (a, b), n in zip(pairs, got)]
     if any(n is None for n in got):
@@ -149,6 +151,7 @@ def paired_claim(claim: str, condition: str, chains: Sequence[Sequence], notes: 
                 (n["ci_low"] > 1 and nd[1] < 1) or (n["ci_high"] < 1 and nd[0] > 1)):
             return pick(i, "metric-dependent", f"the paired ratio of {a} / {b} ({n['ratio']:.3f}) and its NDR "
                                                f"ratio [{nd[0]:.3f}, {nd[1]:.3f}] are shown on opposite sides of 1")
+
     def how(n: dict) -> str:
         return "by its searches (a generator-limited NDR as a lower bound)" if n.get("bound") else "in paired blocks"
 

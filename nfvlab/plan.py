@@ -187,7 +187,7 @@ def stage_plan(name: str, params: AnyParams, records: Union[str, Path]) -> Stage
 
 
 #: A paired block's time in searches of the experiment (two short searches taking turns, the labs' set-up
-#: shared over the blocks): in the published run of 29 Nov 2026 the median block took 1.95 (A), 1.32 (B)
+#: shared over the blocks): in the published run of commit 833e744 the median block took 1.95 (A), 1.32 (B)
 #: and 1.57 (C) x the experiment's median search.
 PAIRED_BLOCK_SEARCHES = 1.6
 

@@ -95,3 +95,12 @@ def test_a_generator_limited_pair_is_read_from_the_searches_as_a_lower_bound():
     assert (row["verdict"], row["pair"]) == ("contradicted", "x > y") and "lower bound" in row["reason"]
     # nothing paired at all: the claim stays with the searches
     assert AP.paired_claim("c", "64 B", CHAINS, {("x", "y"): limited_a}, ndr) is None
+
+
+def test_the_bound_is_read_at_the_alpha_the_claims_measured_pairs_were_tested_at():
+    limited_a = {"verdict": "not testable", "reason": "generator-limited NDR: x", "generator_limited": ["a"]}
+    ndr = {"x": [90.0, 95.0, 100.0], "y": [56.0, 57.0, 58.0]}  # Welch on 3 v 3: above 1 at 0.025, not at 0.0005
+    at = {alpha: AP.paired_claim("c", "64 B", CHAINS, {("x", "y"): limited_a,
+                                                       ("y", "z"): note("larger", 1.2, alpha=alpha)}, ndr)
+          for alpha in (0.025, 0.0005)}
+    assert at[0.025]["verdict"] == "holds" and (at[0.0005]["verdict"], at[0.0005]["pair"]) == ("inconclusive", "x > y")
