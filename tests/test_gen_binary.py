@@ -345,8 +345,10 @@ def test_rate_limited_path_reports_shortfall(gen, count, pair, limit, mode):
         assert s["send_errors"] == 0
     else:
         assert s["send_errors"] > 1000
-        # On schedule, every frame was offered: the qdisc took or refused each one.
-        assert s["sent"] + s["send_errors"] == s["intended"], s
+        # Every frame is accounted for: the qdisc took or refused it, or the deadline found it still due
+        # (unsent: the kernel's refusals held the sender back; loss, not the generator's fault). How many
+        # the deadline leaves is the host's: 55 of 20,000 on a loaded VM.
+        assert s["sent"] + s["send_errors"] + s["unsent"] == s["intended"], s
     # What arrived by the end of --settle-ms counts; frames still queued then do not.
     assert 0 < s["received"] <= s["sent"] + s["latency"]["probes_sent"]
     assert s["duplicates"] == s["foreign"] == 0

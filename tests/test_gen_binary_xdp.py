@@ -260,7 +260,9 @@ def test_the_lab_default_path_follows_the_core_plan_and_every_trial_records_it(c
     lab = LabParams()
     assert lab.generator.tx == "auto"
     with measure.bench(EmbeddedLab(), lab.generator, Scenario(model), TrafficParams()) as (session, gen):
-        result = clean_trial(gen, 4000, 0.5, 64)
+        # ovs-dpdk-vhost: its pod's forwarder busy-polls the generator's CPU (asserted below), so a host
+        # stall of it beyond its rings drops frames (the host's doing, as in test_lab_userspace).
+        result = clean_trial(gen, 4000, 0.5, 64, lossless=path == "socket")
         assert gen.last_report["tx"] == path  # what nfvlab-gen itself used
     assert result.extra["tx"]["path"] == path and result.extra["tx"]["requested"] == "auto"
     if path == "socket":

@@ -1,5 +1,5 @@
 """The suite's isolation itself (tests/conftest.py): a test that leaks, hangs or leaves a lock held
-fails alone, and the tests after it pass. Each case runs in an inner pytest of its own, with the
+(either implementation of the host lock: HostLock, the local cluster's host_lock) fails alone, and the tests after it pass. Each case runs in an inner pytest of its own, with the
 project's conftest and a private host-lock directory (no real lab is touched)."""
 import os
 import sys
@@ -16,6 +16,7 @@ INNER = r'''
 import subprocess, sys, time
 from pathlib import Path
 
+from nfvlab.labs.kubernetes.local_cluster.state import host_lock
 from nfvlab.system.hostlock import HostLock
 
 HOLD = ("from nfvlab.system.hostlock import HostLock\nimport time\n"
@@ -62,7 +63,29 @@ def test_8_leaves_a_plain_child_running():
     Path("stray.pid").write_text(str(child.pid))
 
 
-def test_9_runs_clean():
+LEFT_OPEN = []
+
+
+def test_9_leaves_the_local_clusters_lock_held():
+    # The same lock file, its own implementation; kept referenced, as a LocalCluster left open is.
+    LEFT_OPEN.append(host_lock("a cluster left open", wait_s=0))
+    LEFT_OPEN[-1].__enter__()
+
+
+def test_10_takes_the_lock_after_that():
+    with HostLock("after the cluster's lock"):
+        pass
+
+
+def test_11_flocks_the_lock_file_by_hand():
+    import fcntl, os
+    fd = os.open(os.path.join(os.environ["NFVLAB_RUN_DIR"], "lock"), os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, f"pid {os.getpid()}: by hand".encode())
+    LEFT_OPEN.append(fd)
+
+
+def test_12_runs_clean():
     with HostLock("the last test"):
         pass
 '''
@@ -96,13 +119,18 @@ def test_a_leak_a_hang_or_an_unclosed_lock_fails_that_test_alone(pytester, monke
         "test_6_takes_the_lock_after_that": "PASSED",
         "test_7_spawned_child_is_ended_although_the_test_fails": "FAILED",
         "test_8_leaves_a_plain_child_running": "ERROR",
-        "test_9_runs_clean": "PASSED",
+        "test_9_leaves_the_local_clusters_lock_held": "ERROR",
+        "test_10_takes_the_lock_after_that": "PASSED",
+        "test_11_flocks_the_lock_file_by_hand": "ERROR",
+        "test_12_runs_clean": "PASSED",
     }, result.stdout.str()
     text = result.stdout.str()
     assert "a child holds the host lock: pid" in text and "held by a leaked child" in text
     assert "Timeout" in text
     assert "this process holds the host lock for 'an unclosed lab'" in text
     assert "child processes still running: pid" in text
+    assert "this process holds the local cluster's host lock" in text
+    assert "through an untracked file descriptor ('pid " in text
     for name in ("leaked.pid", "spawned.pid", "stray.pid"):
         assert _gone(int((pytester.path / name).read_text())), name
 
@@ -138,3 +166,92 @@ def test_lab_busy_names_the_holder_in_this_process_and_in_another(tmp_path, monk
     with pytest.raises(LabBusy, match=rf"pid {other.pid}: a run elsewhere; command: \S*python\S* -c from nfvlab") as busy:
         HostLock("this test").__enter__()
     assert "\n" not in str(busy.value)
+
+
+MODULE_LEAK = '''
+import pytest
+from nfvlab.system.hostlock import HostLock
+
+
+@pytest.fixture(scope="module")
+def lab():
+    lock = HostLock("a module's lab")
+    yield lock.__enter__()  # never released: held before each test of the module began
+
+
+def test_uses_the_modules_lab(lab):
+    pass
+'''
+
+NEXT_MODULE = '''
+from nfvlab.system.hostlock import HostLock
+
+
+def test_takes_the_lock_in_the_next_module():
+    with HostLock("the next module"):
+        pass
+'''
+
+
+def test_a_module_fixture_that_leaves_a_lock_held_fails_its_module_alone(pytester, monkeypatch):
+    monkeypatch.setenv("NFVLAB_RUN_DIR", str(pytester.path / "run"))
+    monkeypatch.setenv("NFVLAB_LOCK_WAIT_S", "2")
+    pytester.makeconftest(CONFTEST.read_text())
+    pytester.makepyfile(test_a_module=MODULE_LEAK, test_b_next=NEXT_MODULE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(passed=2, errors=1)  # the module's test, then its teardown's error; the next passes
+    text = result.stdout.str()
+    assert "a module's fixtures leaked" in text and "host lock for \"a module's lab\"" in text, text
+
+
+class _Clock:
+    """time.monotonic and time.sleep of a fake clock: a spell of the host lasts as long as the test says."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, s):
+        self.now += s
+
+
+@pytest.mark.parametrize("spell_s, spoiled_until_s, found", [(180.0, 150.0, True), (180.0, 400.0, False)])
+def test_until_unspoiled_outlasts_a_spell_of_minutes_and_then_fails(monkeypatch, spell_s, spoiled_until_s, found):
+    """A measurement the host spoils for 150 s (beyond its 8 tries, ~25 s) is repeated until the
+    spell ends; one it spoils for longer than the spell allowance fails, naming the tries."""
+    import conftest
+
+    clock = _Clock()
+    monkeypatch.setattr(conftest.time, "monotonic", clock.monotonic)
+    monkeypatch.setattr(conftest.time, "sleep", clock.sleep)
+    monkeypatch.setattr(conftest, "_SPELL_SPENT_S", [0.0])
+    monkeypatch.setattr(conftest, "RETRIED", [])
+
+    def attempt():
+        clock.now += 2.0   # a trial's own time
+        return clock.now
+
+    def spoiled(t):
+        return "stalled" if t < spoiled_until_s else None
+
+    if found:
+        assert conftest.until_unspoiled(attempt, spoiled, spell_s=spell_s) >= spoiled_until_s
+        ((_, _, tries, reasons),) = conftest.RETRIED
+        assert tries == len(reasons) + 1 > 8
+    else:
+        with pytest.raises(pytest.fail.Exception, match=r"spoiled all \d+ tries in 18\d s"):
+            conftest.until_unspoiled(attempt, spoiled, spell_s=spell_s)
+
+
+def test_until_unspoiled_stops_at_its_tries_once_the_sessions_spell_allowance_is_spent(monkeypatch):
+    import conftest
+
+    clock = _Clock()
+    monkeypatch.setattr(conftest.time, "monotonic", clock.monotonic)
+    monkeypatch.setattr(conftest.time, "sleep", clock.sleep)
+    monkeypatch.setattr(conftest, "_SPELL_SPENT_S", [conftest.SPELL_SESSION_S])
+    monkeypatch.setattr(conftest, "RETRIED", [])
+    with pytest.raises(pytest.fail.Exception, match="spoiled all 8 tries"):
+        conftest.until_unspoiled(lambda: 0, lambda r: "stalled")

@@ -334,7 +334,8 @@ def test_kill_9_then_clean_leftovers(what, spawn):
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-                _wait("cluster processes dead", lambda: not teardown._processes_of(st["cluster_dir"]), 10)
+                # (a give-up guard: SIGKILLed, they are gone in well under a second unless the host stalls)
+                _wait("cluster processes dead", lambda: not teardown._processes_of(st["cluster_dir"]), 60)
             else:
                 assert teardown._processes_of(st["cluster_dir"]), "components should outlive their driver"
             assert kc.state_file().exists()

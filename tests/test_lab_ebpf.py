@@ -56,11 +56,12 @@ def clean(clean_host):
     """clean_host, after giving the kernel time to free the programs of deleted namespaces.
 
     Deleting a namespace only drops a reference: the kernel destroys it, its
-    devices and their BPF programs in a work queue, tens of ms later. clean_host
-    then still fails if they outlive that wait (3 s).
+    devices and their BPF programs in a work queue, tens of ms later (seconds on a
+    loaded host). clean_host then still fails if they outlive that wait (30 s, a
+    give-up guard).
     """
     yield
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 30
     while _our_programs() and time.monotonic() < deadline:
         time.sleep(0.02)
 

@@ -615,9 +615,10 @@ def cluster():
     with kc.LocalCluster(lock=False, log=lambda m: None,
                          kubelet_config={"topologyManagerPolicy": "single-numa-node"}) as k8s:
         utils.create_from_dict(k8s.api_client(), kc.nad_crd_manifest())
-        for _ in range(50):  # the CRD becomes servable a moment after creation
-            if _lab(k8s).ready() == []:
-                break
+        # The CRD becomes servable a moment after creation (a give-up guard: a lab not ready then
+        # fails its tests with the reason).
+        deadline = time.monotonic() + 60
+        while _lab(k8s).ready() != [] and time.monotonic() < deadline:
             time.sleep(0.1)
         yield k8s
 
@@ -778,7 +779,9 @@ def test_a_trial_through_the_drafts_dpdk_pod_on_af_xdp_cni_ports_counts_exactly(
         info = session.info
         assert not any(nl.link_exists(None, n) for n in NICS)  # in the pod
         gen = EmbeddedGenerator(session.streams, latency_pps=100, tx="auto", busy_roles=session.busy_roles)
-        result = clean_trial(gen, 4000, 1.0, 128)
+        # testpmd busy-polls a CPU it shares (as on the embedded lab, test_lab_userspace): a host stall
+        # of it beyond its rings drops frames, the host's doing; counts are asked of a lossless trial
+        result = clean_trial(gen, 4000, 1.0, 128, lossless=True)
     for d in result.directions:
         assert d.intended_packets == d.sent_packets == d.received_packets == 4000, d
         assert d.latency.probes_received == d.latency.probes_sent > 0
@@ -942,7 +945,7 @@ def test_a_signal_during_set_up_or_the_readiness_wait_tears_down_and_fails(clust
             time.sleep(1.0)  # well inside the wait loop
         proc.send_signal(sig)
         second = False
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a give-up guard: teardown starts within a second here
         while proc.poll() is None and time.monotonic() < deadline:
             if _tearing_down(cluster):
                 proc.send_signal(sig)  # teardown is running under signals.deferred()
@@ -1075,6 +1078,12 @@ def sim_node(cluster, tmp_path, spawn):
     finally:
         for ns in _namespaces(cluster):
             core.delete_namespace(ns, grace_period_seconds=0)
+        # Gone while kwok still runs (spawn ends it after this): it finishes the simulated node's
+        # pods in seconds; without it only the pod GC does, 40-60 s after the node is deleted, and a
+        # later test's _nothing_left may give up first. (A give-up guard: the next test says what is left.)
+        deadline = time.monotonic() + 120
+        while _namespaces(cluster, terminating=True) and time.monotonic() < deadline:
+            time.sleep(0.2)
         core.delete_node(SIM_NODE)
         log.close()
 
@@ -1097,7 +1106,7 @@ def _create(core, cluster, objects):
             core.create_namespaced_pod(o["metadata"]["namespace"], o)
 
 
-def _scheduled(core, ns, timeout_s=15.0, name="pod1"):
+def _scheduled(core, ns, timeout_s=60.0, name="pod1"):  # a give-up guard: the scheduler decides in ~1 s
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         pod = core.read_namespaced_pod(name, ns)

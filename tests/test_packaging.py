@@ -62,12 +62,17 @@ def test_lab_models_bpf_objects_and_one_trial_from_the_wheel(wheel_venv, clean_h
     realizable = {m["name"] for m in models if m["realizable"]}
     assert {"linux-bridge", "macvlan", "ebpf-tc"} <= realizable
     obj = _run(venv, tmp, str(venv / "bin/python"), "-c",
-               "from nfvlab.labs.embedded import bpf; print(bpf.compile_object('tc_redirect'))", check=True)
-    assert Path(obj.stdout.strip()).is_file() and str(tmp / "cache") in obj.stdout
+               "from nfvlab.labs.embedded import bpf; from nfvlab.traffic.embedded import tx_object; "
+               "print(bpf.compile_object('tc_redirect')); print(tx_object())", check=True)
+    assert all(Path(p).is_file() and str(tmp / "cache") in p for p in obj.stdout.split()), obj.stdout
+    # The socket TX path (the XDP TX object is compiled above): each try builds a lab, and the XDP
+    # loop, which never sleeps, meets a just-built lab's deferred work trial after trial (test_cli).
+    profile = tmp / "lab.socket.yaml"
+    profile.write_text("kind: embedded\ngenerator: {kind: embedded, cpu: 0, tx: socket}\n")
 
     def trial():
         out = _run(venv, tmp, str(venv / "bin/nfvlab"), "trial", "--model", "ebpf-tc", "--rate-pps", "2000",
-                   "--duration-s", "0.5", "--json")
+                   "--duration-s", "0.5", "--lab-profile", str(profile), "--json")
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout)
 

@@ -6,8 +6,15 @@ bridge joins ``da`` and ``db``; IPv6 is on everywhere and the bridge snoops
 multicast and acts as querier, so the DUT and the ports send frames of their
 own as real ones do. Traffic is driven through the external-ports path
 (:class:`ExternalPorts` + :class:`EmbeddedGenerator` + :func:`run_trial`).
-Exact counts are asked of trials the host let run whole (``conftest.clean_trial``
-and ``until_unspoiled``, judged by each trial's own record).
+
+What the DUT did is asserted of whatever the generator sent, never of the trial keeping its
+schedule: in a slow spell of this kind of VM (CI, 2026-12-01: 81 wake-ups of the TX thread
+1-20 ms late in a 1.5 s trial at 3000 pps) the schedule slips beyond its 1 % budget in trial
+after trial, and a tail is left unsent, yet every frame that left is counted exactly. So the
+counts are checked against ``sent_packets`` (:func:`check_exact`), the tail left unsent is
+loss, and a trial is repeated (``conftest.until_unspoiled``) only for what the host alone can
+spoil here: a generator held up so long that it sent under half its frames, or a backlog that
+drained before the next trial began.
 """
 from __future__ import annotations
 
@@ -24,12 +31,12 @@ from typing import Optional
 
 import pytest
 
-from conftest import clean_trial, host_spoiled, until_unspoiled
+from conftest import until_unspoiled
 from nfvlab.labs.external import ExternalPorts
 from nfvlab.system.hostlock import HostLock
 from nfvlab.traffic.embedded import EmbeddedGenerator, count_object, gen_binary
 from nfvlab.traffic.stats import DirectionStats, LatencyStats
-from nfvlab.trial import TrialResult, run_trial
+from nfvlab.trial import TrialResult, backlog_fault, run_trial
 
 _needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("tc") is None, reason="needs root and iproute2")
 
@@ -114,8 +121,30 @@ def generator(dut: BridgeDut, **kw) -> EmbeddedGenerator:
 
 
 def check_exact(d) -> None:
-    assert d.received_packets == d.sent_packets == d.intended_packets, d
-    assert d.lost_packets == 0 and d.duplicate_packets == 0
+    """A direction through a DUT that drops nothing: every frame sent is received once, and the
+    loss is exactly the tail the generator left unsent (none on a trial that kept its schedule)."""
+    assert d.received_packets == d.sent_packets <= d.intended_packets, d
+    assert d.lost_packets == d.intended_packets - d.sent_packets and d.duplicate_packets == 0, d
+    assert d.latency.probes_received == d.latency.probes_sent, d
+
+
+def unsent(result) -> int:
+    """Frames the generator left unsent in ``result``, over its directions."""
+    return sum(d.intended_packets - d.sent_packets for d in result.directions)
+
+
+def barely_sent(result) -> Optional[str]:
+    """Why ``result`` says too little of the DUT (the host held the generator up until it sent
+    under half its frames in some direction), or None. Its counts are exact all the same."""
+    short = [f"{d.tx_port} sent {d.sent_packets} of {d.intended_packets}" for d in result.directions
+             if 2 * d.sent_packets < d.intended_packets]
+    return "sent under half: " + "; ".join(short) if short else None
+
+
+def counted_trial(gen, rate_pps, duration_s, frame_size, **kw) -> TrialResult:
+    """One trial whose counts are asserted, repeated only while :func:`barely_sent`."""
+    return until_unspoiled(lambda: run_trial(gen, rate_pps, duration_s, frame_size, **kw), barely_sent,
+                           what=f"trial at {rate_pps} pps, {frame_size} B")
 
 
 # A DUT's own frames, sent straight out of its ports toward the generator's rx ports, once the
@@ -186,7 +215,7 @@ def test_dut_chatter_is_foreign_not_received(bridge_dut, spawn):
 
     def spoiled(r) -> Optional[str]:
         # The chatter is a process of the test: the host may hold it up past the trial's end.
-        return host_spoiled(r[0]) or (None if r[2] else "the DUT's chatter ended after the trial")
+        return barely_sent(r[0]) or (None if r[2] else "the DUT's chatter ended after the trial")
 
     result, emitted, _, before = until_unspoiled(attempt, spoiled, what="trial with DUT chatter")
     assert emitted == 5 * 40   # frames per port
@@ -194,9 +223,10 @@ def test_dut_chatter_is_foreign_not_received(bridge_dut, spawn):
         check_exact(d)
         assert d.intended_packets == 4500
         assert d.foreign_packets >= emitted
-        assert d.latency.probes_received == d.latency.probes_sent == 300
+        assert d.latency.probes_sent <= 300   # 200 probes/s for 1.5 s, less a tail left unsent
     assert result.foreign_packets >= 2 * emitted
-    assert result.loss_ratio == 0.0
+    # None of the chatter counts as received: the loss is the unsent tail, to the frame.
+    assert result.loss_ratio == pytest.approx(unsent(result) / 9000, abs=1e-12)
     # The rx ports' interface counters did see all of it: counting them would report received > sent.
     for d in result.directions:
         ns, dev = d.rx_port.split(":")
@@ -210,15 +240,15 @@ def test_duplicating_dut_reports_every_duplicate(bridge_dut):
     bridge_dut.tc("filter", "add", "dev", "da", "ingress", "protocol", "ip", "prio", "1", "u32",
                   "match", "u32", "0", "0", "action", "mirred", "egress", "mirror", "dev", "db")
     gen = generator(bridge_dut, latency_pps=200)
-    result = clean_trial(gen, 2000, 1.0, 64, bidirectional=True)
+    result = counted_trial(gen, 2000, 1.0, 64, bidirectional=True)
     dup, plain = result.directions
-    assert dup.received_packets == dup.sent_packets == dup.intended_packets == 2000
+    assert dup.received_packets == dup.sent_packets <= dup.intended_packets == 2000
     assert dup.duplicate_packets == dup.sent_packets
-    assert dup.lost_packets == 0
+    assert dup.lost_packets == 2000 - dup.sent_packets
     check_exact(plain)
-    assert result.duplicate_packets == 2000
-    assert result.to_dict()["duplicate_packets"] == 2000
-    assert result.loss_ratio == 0.0
+    assert result.duplicate_packets == dup.sent_packets
+    assert result.to_dict()["duplicate_packets"] == dup.sent_packets
+    assert result.loss_ratio == pytest.approx(unsent(result) / 4000, abs=1e-12)
 
 
 @lab
@@ -237,17 +267,18 @@ def test_dropping_dut_loss_is_exact(bridge_dut):
                   "match", "u8", "0", "0xff", "at", "37", "match", "u8", "0", "0x07", "at", "45",
                   "action", "mirred", "egress", "redirect", "dev", "dsink")
     gen = generator(bridge_dut, latency_pps=200)
-    result = clean_trial(gen, 2000, 1.0, 128, bidirectional=True)
+    result = counted_trial(gen, 2000, 1.0, 128, bidirectional=True)
     lossy, plain = result.directions
     load_sent = lossy.sent_packets - lossy.latency.probes_sent
-    assert load_sent == 1800 and lossy.latency.probes_received == lossy.latency.probes_sent == 200
-    dropped = math.ceil(load_sent / 8)   # sequence numbers 0, 8, 16, ... below load_sent
-    assert lossy.received_packets == lossy.intended_packets - dropped
-    assert lossy.lost_packets == dropped == 225
+    assert load_sent <= 1800 and lossy.latency.probes_received == lossy.latency.probes_sent <= 200
+    # Sequence numbers 0, 8, 16, ... below load_sent: a tail left unsent is the highest numbers.
+    dropped = math.ceil(load_sent / 8)
+    assert lossy.received_packets == lossy.sent_packets - dropped
+    assert lossy.lost_packets == dropped + (2000 - lossy.sent_packets)
     assert lossy.duplicate_packets == lossy.reordered_packets == 0
     check_exact(plain)
-    assert result.loss_ratio == pytest.approx(dropped / (2 * 2000), abs=1e-12)
-    assert result.to_dict()["directions"][0]["lost_packets"] == dropped
+    assert result.loss_ratio == pytest.approx((dropped + unsent(result)) / (2 * 2000), abs=1e-12)
+    assert result.to_dict()["directions"][0]["lost_packets"] == lossy.lost_packets
 
 
 #: db toward pb: 500 frames/s of 60 B, a queue deep enough never to drop.
@@ -275,8 +306,12 @@ def test_late_frames_of_a_previous_trial_are_foreign(bridge_dut):
         second = run_trial(gen, 100, 3.0, 64, bidirectional=False)  # through once the backlog drained
         return first, first_report, second, gen.last_report
 
-    first, first_report, second, second_report = until_unspoiled(
-        attempt, lambda r: host_spoiled(r[2]), what="trial behind a backlog")
+    def spoiled(r) -> Optional[str]:
+        # Trial 2 sees the backlog only if it starts within ~1.4 s of trial 1's end.
+        return barely_sent(r[0]) or barely_sent(r[2]) or (
+            None if r[3]["streams"][0]["foreign_stale"] else "the backlog drained before trial 2 began")
+
+    first, first_report, second, second_report = until_unspoiled(attempt, spoiled, what="trial behind a backlog")
     first, second = first.directions[0], second.directions[0]
     left = first.sent_packets - first.received_packets   # still queued in the DUT
     assert left > 100, first
@@ -307,28 +342,28 @@ def test_a_lossy_trial_behind_an_earlier_trials_backlog_is_invalid(bridge_dut):
         return first, run_trial(gen, 400, 0.5, 64, bidirectional=False)  # below capacity, but behind the backlog
 
     def spoiled(pair) -> Optional[str]:
-        # The trial behind must be invalid for the backlog alone: a generator stall (or a tail left
-        # unsent) is the host's, and only a new trial 1 recreates the backlog to repeat it behind.
+        # Only a new trial 1 recreates the backlog to repeat the trial behind it. A stall of the
+        # generator's may make either invalid too (its own fault, beside the backlog's): that is
+        # the host's, and the backlog's verdict is asserted beside it.
         first, behind = pair
-        reason = host_spoiled(first)
+        reason = barely_sent(first)
         if reason:
             return f"trial 1: {reason}"
-        if schedule_fault(behind):
-            return f"trial behind the backlog: {schedule_fault(behind)}"
-        d = behind.directions[0]
-        return None if d.sent_packets == d.intended_packets else \
-            f"trial behind the backlog: sent {d.sent_packets} of {d.intended_packets}"
+        return None if behind.directions[0].stale_packets else "the backlog drained before the trial behind it"
 
     first, behind = until_unspoiled(attempt, spoiled, what="trial behind a backlog")
     left = first.directions[0].sent_packets - first.directions[0].received_packets  # ~700 queued: 1.4 s
-    assert left > 100 and first.valid
+    assert left > 100 and backlog_fault(first.directions) is None
     d = behind.directions[0]
     assert d.lost_packets > 0 and 0 < d.stale_packets <= left, d
-    assert not behind.valid and behind.invalid_reason.startswith(f"the DUT delivered {d.stale_packets} frames "
-                                                                  "of an earlier trial during this one")
+    assert not behind.valid
+    assert f"the DUT delivered {d.stale_packets} frames of an earlier trial during this one" in behind.invalid_reason
+    assert behind.invalid_reason.replace(backlog_fault(behind.directions), "").strip("; ") == \
+        (schedule_fault(behind) or "")   # the backlog's, and at most the generator's own beside it
     bridge_dut.drained("db")
-    settled = clean_trial(gen, 400, 0.5, 64, bidirectional=False)
-    assert settled.valid and settled.directions[0].stale_packets == 0
+    settled = counted_trial(gen, 400, 0.5, 64, bidirectional=False)
+    assert backlog_fault(settled.directions) is None and settled.directions[0].stale_packets == 0
+    assert settled.valid or settled.invalid_reason == schedule_fault(settled)   # at most a stall: the host's
     check_exact(settled.directions[0])
 
 

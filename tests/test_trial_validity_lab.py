@@ -36,6 +36,10 @@ def test_stalled_trials_are_invalid_in_the_records_and_end_the_search(clean_host
         stalled = [t.rate_pps for t in err.value.invalid]
         assert stalled == [20_000, 11_000, 6_500, 4_250, 3_125, 2_562.5, 2_000]
         gen.inject_stall = None  # the same lab, the generator on schedule again: the search completes
+        # With a search's usual repeats: without any, one VM stall beyond the 5 ms budget in each of
+        # its few trials (a burst, as right after a lab is built) would end it as the injection did.
+        sp = sp.model_copy(update={"max_invalid_repeats": SearchParams().max_invalid_repeats})
+        meas = measure.measurer(gen, 64, TrafficParams(), search=sp)
         (result,) = measure.search(meas, 64, sp, max_rate_pps=20_000, progress=False,
                                    on_trial=lambda tr: rec.trial(tr, purpose="search", model="linux-bridge"))
         rec.search({k: v for k, v in result.to_dict().items() if k != "trials"}, model="linux-bridge",
