@@ -32,7 +32,7 @@ from nfvlab import adaptive, claims, claimsets, labs, measure, pairing
 from nfvlab.calibrate import Calibration
 from nfvlab.params import CniExperimentParams, ExperimentParams
 from nfvlab.measuring_code import fingerprint  # the resume fingerprint: params and the lab's measuring code
-from nfvlab.records import RecordWriter, read_records
+from nfvlab.records import RecordWriter, archive_earlier_runs, read_records
 from nfvlab.scenario import DensityCell, Resources, Scenario
 from nfvlab.scenario.cni import CniScenario, Step, step_labels, steps
 from nfvlab.search import SearchError
@@ -115,6 +115,8 @@ def _recording(name: str, dump: dict, records: Union[str, Path], prov_extra: dic
     # The run holds the host lock from here: a busy lab refuses it before a record is written.
     with HostLock(f"experiment {name}", for_run=True):
         previous = interrupted_run(records, dump["fingerprint"], finished) if resume else None
+        if previous is None:  # a fresh run: the file keeps the run before it (run-to-run changes), no more
+            archive_earlier_runs(records)
         speed_s = host_speed_s()
         if speed_s:  # under the lock: no lab of ours runs while the CPUs are probed
             prov_extra = {**prov_extra, "host_speed": speed_variation(speed_s)}
@@ -706,6 +708,9 @@ def _search(params: ExperimentParams, calibration: Calibration, gen, scenario: S
     meas = measure.measurer(gen, fs, params.traffic, extra={"model": scenario.model}, search=params.search)
     ceiling = calibration.ceiling(gen.identity(), fs)
     max_rate = params.search.max_rate_pps or measure.default_max_rate(params.lab.port_speed, fs, ceiling)
+    if params.search.method in ("mlrsearch", "rfc2544"):  # a goal search (MRR and sweeps offer the rate asked)
+        max_rate = measure.dithered_top(max_rate, params.search.relative_width,
+                                        f"{rec.run_id}:{sorted(labels.items())}")
     try:
         results = measure.search(
             meas, fs, params.search, max_rate_pps=max_rate, ceiling_pps=ceiling, progress=False,

@@ -30,8 +30,12 @@ Durability: each record is serialized first and written with a single
 call returns. A process killed at any moment (even ``SIGKILL``) therefore leaves
 every earlier record complete on disk and at most one torn final line, which
 :func:`read_records` skips with a warning. A run without an ``end`` record was
-killed (``status`` ``incomplete`` in :func:`runs_frame`). Files are only ever
-appended to, never truncated. See ``docs/records.md`` for the full schema.
+killed (``status`` ``incomplete`` in :func:`runs_frame`). A writer only ever
+appends. A fresh experiment run first moves the file's earlier runs, all but the latest
+completed one, to ``<file>.history/<run_id>.jsonl`` (:func:`archive_earlier_runs`, byte for
+byte): a records file holds the run being measured and the one before it (the report's
+run-to-run changes), so a published run's records stay one or two runs' size. See
+``docs/records.md`` for the full schema.
 """
 from __future__ import annotations
 
@@ -152,7 +156,7 @@ class RecordWriter:
     ----------
     path : str or os.PathLike
         The ``.jsonl`` file; created (with parent directories) if missing and
-        otherwise appended to, never truncated.
+        otherwise appended to (the writer never truncates it).
     experiment : str
         Name of the experiment.
     params : dict, optional
@@ -391,6 +395,61 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def history_dir(path: PathLike) -> Path:
+    """Where :func:`archive_earlier_runs` keeps a records file's earlier runs: ``<file>.history/``."""
+    path = Path(path)
+    return path.with_name(path.name + ".history")
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """``path`` holds ``data`` or what it held before, whenever the process is killed."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def archive_earlier_runs(path: PathLike, keep: int = 1) -> list[str]:
+    """Move every run of the records file ``path`` but its last ``keep`` completed runs to
+    :func:`history_dir` (one ``<run_id>.jsonl`` per run, its lines byte for byte); returns the run
+    ids moved, oldest first.
+
+    Called before a fresh run is appended (never before a resumed one: an interrupted run stays
+    with its file). Safe against a kill at any point: each history file is written whole before the
+    records file is replaced by its shortened copy, so a repeated call rewrites the same history
+    files and loses nothing. A corrupt line refuses (:class:`RecordsError`) before anything moves;
+    a torn line left by a killed writer is dropped, as :func:`read_records` skips it.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    read_records(path)  # refuses a corrupt file before anything moves (its torn-line rule is the one reading uses)
+    by_run: dict[str, list[bytes]] = {}
+    completed: list[str] = []
+    for raw in path.read_bytes().split(b"\n"):
+        try:
+            record = _parse_line(raw)
+        except (ValueError, UnicodeDecodeError):
+            continue  # blank or torn (read_records accepted it as torn)
+        run_id = str(record.get("run_id"))
+        by_run.setdefault(run_id, []).append(raw + b"\n")
+        if record["type"] == "end" and record.get("status") == "completed":
+            completed.append(run_id)
+    kept = set(completed[-keep:]) if keep > 0 else set()
+    moved = [r for r in by_run if r not in kept]
+    if not moved:
+        return []
+    history = history_dir(path)
+    history.mkdir(parents=True, exist_ok=True)
+    for run_id in moved:
+        _write_atomically(history / f"{run_id}.jsonl", b"".join(by_run[run_id]))
+    _write_atomically(path, b"".join(line for r in by_run if r in kept for line in by_run[r]))
+    return moved
 
 
 # -- reading -------------------------------------------------------------------

@@ -124,7 +124,7 @@ def test_calibrate_measures_each_tx_path_auto_may_use_and_a_search_is_judged_by_
 
     out = tmp_path / "cal.json"
     proc = subprocess.run([sys.executable, "-m", "nfvlab", "calibrate", "--skip-known-path", "--frame-sizes",
-                           "1518,9018", "--duration-s", "0.3", "--out", str(out), "--json"],
+                           "1518,9018", "--duration-s", "0.3", "--repetitions", "1", "--out", str(out), "--json"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     cal = calibrate.Calibration.load(out)
@@ -135,3 +135,114 @@ def test_calibrate_measures_each_tx_path_auto_may_use_and_a_search_is_judged_by_
     assert cal.ceiling(xdp, 9018) is None
     assert len(cal.data["generators"]) == 2
     assert locked_residue() == NO_RESIDUE
+
+
+class _ClosingGenerator:
+    """A stand-in generator (no packets, no lab: what is tested is who closes it): a DUT of
+    ``capacity_pps``; ``close()`` is counted, ``fail_at`` raises inside the search."""
+
+    name = "stand-in"
+
+    def __init__(self, capacity_pps, fail_at=None):
+        self.capacity_pps, self.fail_at, self.closed, self.trials = capacity_pps, fail_at, 0, 0
+
+    def identity(self):
+        return {"name": self.name}
+
+    def describe(self):
+        return {}
+
+    def run(self, rate_pps, duration_s, frame_size, bidirectional=True):
+        from test_trial import _dir
+
+        self.trials += 1
+        if self.trials == self.fail_at:
+            raise KeyboardInterrupt  # Ctrl-C mid-search
+        n = round(rate_pps * duration_s)
+        got = min(n, round(self.capacity_pps * duration_s))
+        return tuple(_dir(n, n, got, duration_s) for _ in range(2 if bidirectional else 1))
+
+    def close(self):
+        self.closed += 1
+
+
+class _Backend:
+    """Opens a stand-in session (no lab) and records the order of what happens."""
+
+    def __init__(self, events):
+        self.events = events
+
+    def open(self, scenario):
+        from contextlib import contextmanager
+        from types import SimpleNamespace
+
+        @contextmanager
+        def session():
+            self.events.append(f"open {scenario.model}")
+            try:
+                yield SimpleNamespace(streams=[], tracker=None, busy_roles=())
+            finally:
+                self.events.append("torn down")
+        return session()
+
+
+@pytest.mark.parametrize("fail_at", [None, 2])
+@pytest.mark.parametrize("what", ["ceiling", "known path"])
+def test_calibration_closes_its_generator_before_the_lab_goes_on_success_and_on_ctrl_c(monkeypatch, what, fail_at):
+    events = []
+    gen = _ClosingGenerator(50_000, fail_at)
+    original = gen.close
+    gen.close = lambda: (events.append("generator closed"), original())
+    monkeypatch.setattr("nfvlab.traffic.select.generator_for", lambda *a, **k: gen)
+    run = (lambda: calibrate.generator_ceiling(_Backend(events), GeneratorParams(), 64, max_rate_pps=80_000))
+    if what == "known path":
+        run = (lambda: calibrate.check_known_path(_Backend(events), GeneratorParams(), 64, 40_000))
+    if fail_at:
+        with pytest.raises(KeyboardInterrupt):
+            run()
+    else:
+        result = run()[0]
+        assert 0.97 * 50_000 <= result.throughput_pps <= 50_000  # the stand-in's capacity, found
+    assert gen.closed == 1 and events[-2:] == ["generator closed", "torn down"]
+
+
+def test_a_ceiling_is_the_median_of_its_searches_and_keeps_each(tmp_path):
+    cal = calibrate.Calibration(tmp_path / "c.json")
+    # one search in a slow spell (159 kpps) among two the host let run: the median is not the spell's
+    assert cal.put(GEN_A, 64, [_result(159_150), _result(601_000), _result(575_500)], bidirectional=True) == 575_500
+    entry = cal.data["generators"][next(iter(cal.data["generators"]))]["ceilings"]["64"]
+    assert entry["searches_pps"] == [159_150, 601_000, 575_500] and entry["trials"] == 3
+    assert cal.ceiling(GEN_A, 64) == 575_500
+    assert cal.put(GEN_A, 64, _result(200_000), bidirectional=True) == 200_000   # one search: itself
+    with pytest.raises(ValueError, match="no search results"):
+        calibrate.median_ceiling([])
+
+
+def test_calibrate_takes_its_searches_in_turns_and_keeps_their_median(tmp_path, monkeypatch, capsys):
+    """Every size and TX path once, then again (a spell of the host lands on one search of a size,
+    not on all): the order of the searches, the median kept and printed. No lab: the searches are
+    stand-ins returning known ceilings (what is tested is the plan and what is kept)."""
+    from types import SimpleNamespace
+
+    from nfvlab import cli, labs
+
+    order, found = [], iter([100_000, 50_000, 90_000,  300_000, 55_000, 80_000,  310_000, 60_000, 95_000])
+
+    def ceiling(backend, gen_params, fs, **kw):
+        order.append((gen_params.tx, fs))
+        return _result(next(found)), {**GEN_A, "ports": gen_params.tx}
+
+    monkeypatch.setattr(calibrate, "generator_ceiling", ceiling)
+    monkeypatch.setattr(labs, "backend_for", lambda *a, **k: SimpleNamespace(ready=lambda: [], check=lambda s: []))
+    out = tmp_path / "cal.json"
+    assert cli.main(["calibrate", "--skip-known-path", "--frame-sizes", "64,9018", "--repetitions", "3",
+                     "--out", str(out), "--json"]) == 0
+    # socket first (auto prefers xdp: measured last), 9018 B only on socket
+    assert order == [("socket", 64), ("socket", 9018), ("xdp", 64)] * 3
+    report = json.loads(capsys.readouterr().out)
+    assert report["ceilings_by_tx"] == {"socket": {"64": 300_000, "9018": 55_000}, "xdp": {"64": 90_000}}
+    cal = calibrate.Calibration.load(out)
+    assert cal.ceiling({**GEN_A, "ports": "xdp"}, 64) == 90_000
+    assert cal.entry({**GEN_A, "ports": "socket"})["ceilings"]["64"]["searches_pps"] == [100_000, 300_000, 310_000]
+    assert cli.main(["calibrate", "--skip-known-path", "--repetitions", "0", "--out", str(out)]) == 2
+    assert "--repetitions 0: must be 1 to 9" in capsys.readouterr().err

@@ -23,7 +23,7 @@ from nfvlab.latency import latency_percentiles
 from nfvlab.labs.embedded import EmbeddedLab
 from nfvlab.labs.embedded.kernel import TBF_FRAMES
 from nfvlab.measure import InputError
-from nfvlab.records import read_records
+from nfvlab.records import history_dir as records_history, read_records
 from nfvlab.scenario import KnownPath, Scenario
 from nfvlab.traffic.stats import decode_histogram
 from nfvlab.trial import TrialResult
@@ -565,6 +565,34 @@ def test_a_fixed_n_b_run_records_no_adaptive_key_note_or_label(tmp_path, monkeyp
     assert not any(r["labels"].get("kind") == "adaptive" for r in recs if r["type"] == "note")
     assert list(recs[1 + 10]["labels"]) == ["goal", "model", "pinning", "numa", "noisy_load_pct", "frame_size",
                                             "repetition"]  # the labels of a search, as before
+
+
+def test_each_search_starts_from_its_own_top_within_one_goal_width_below_the_rate_asked(tmp_path, monkeypatch):
+    # One top for every repetition would round each NDR to the same grid points (an error no
+    # repetitions average out); each search's top is lowered at random, seeded by run id and labels.
+    backend, _ = _fake_lab(monkeypatch)
+    fake, tops = X.measure.search, []
+    monkeypatch.setattr(X.measure, "search", lambda meas, fs, sp, **kw: (tops.append(kw["max_rate_pps"]),
+                                                                         fake(meas, fs, sp, **kw))[1])
+    p = _b()
+    line = X.measure.default_max_rate(p.lab.port_speed, 1518)
+    run_ids = [run_experiment(p, tmp_path / "b.jsonl", backend=backend, resume=False, progress=False)
+               for _ in range(2)]
+    assert len(tops) == 12 and len(set(tops)) == 12  # 6 searches a run, every top its own
+    assert all(line / (1 + p.search.relative_width) < t <= line for t in tops)
+    labels = [r["labels"] for r in read_records(tmp_path / "b.jsonl") if r["type"] == "search"]
+    # the same run id and labels, the same top: a resumed run searches as it would have
+    assert tops[6:] == [X.measure.dithered_top(line, p.search.relative_width,
+                                               f"{run_ids[1]}:{sorted({k: v for k, v in lab.items() if k != 'goal'}.items())}")
+                        for lab in labels[-6:]]  # the file: the first run, then the second
+
+
+def test_a_fresh_run_keeps_the_run_before_it_and_moves_older_ones_to_the_history(tmp_path, monkeypatch):
+    backend, _ = _fake_lab(monkeypatch)
+    records = tmp_path / "b.jsonl"
+    ids = [run_experiment(_b(), records, backend=backend, resume=False, progress=False) for _ in range(3)]
+    assert [r["run_id"] for r in read_records(records) if r["type"] == "run"] == ids[1:]
+    assert [p.name for p in records_history(records).iterdir()] == [f"{ids[0]}.jsonl"]
 
 
 def test_a_run_records_the_hosts_cpu_speed_probed_first(tmp_path, monkeypatch):

@@ -2,6 +2,8 @@
 
 Searches run against a synthetic DUT of known capacity (nfvlab.search.SyntheticDut).
 """
+import math
+
 import pandas as pd
 import pytest
 
@@ -81,3 +83,11 @@ def test_the_exceed_ratio_of_the_params_is_the_goal_applied(exceed_ratio):
     assert ndr.to_dict()["goal_exceed_ratio"] == exceed_ratio
     with pytest.raises(ValueError, match="exceed_ratio"):
         SearchParams(exceed_ratio=1.0)
+
+
+def test_a_dithered_top_is_below_the_rate_by_at_most_one_width_uniformly_and_fixed_by_its_seed():
+    tops = [measure.dithered_top(100_000.0, 0.02, f"run:{i}") for i in range(2000)]
+    u = [math.log(100_000.0 / t) / math.log(1.02) for t in tops]  # the fraction of a width each was lowered by
+    assert all(0.0 <= x < 1.0 for x in u)
+    assert min(u) < 0.01 and max(u) > 0.99 and abs(sum(u) / len(u) - 0.5) < 0.02  # uniform: sd of the mean 0.0065
+    assert measure.dithered_top(100_000.0, 0.02, "run:7") == tops[7]

@@ -242,6 +242,53 @@ def test_sigkill_mid_run_keeps_all_written_trials(tmp_path):
     assert len(trials_frame(path)) == n + 1
 
 
+def test_a_fresh_run_archives_all_but_the_latest_completed_run_byte_for_byte(tmp_path):
+    path = tmp_path / "a.jsonl"
+    first, second = write_run(path, n=2), write_run(path, n=3)
+    with pytest.raises(KeyboardInterrupt):  # an interrupted run after them: not resumed by a fresh run
+        with RecordWriter(path, "exp", {}, PROV) as w3:
+            w3.trial(make_trial())
+            raise KeyboardInterrupt
+    lines = {r: [ln for ln in path.read_bytes().splitlines(keepends=True) if r.encode() in ln]
+             for r in (first.run_id, second.run_id, w3.run_id)}
+    assert records.archive_earlier_runs(path) == [first.run_id, w3.run_id]
+    assert path.read_bytes() == b"".join(lines[second.run_id])
+    history = records.history_dir(path)
+    assert history == tmp_path / "a.jsonl.history"
+    for run_id in (first.run_id, w3.run_id):
+        assert (history / f"{run_id}.jsonl").read_bytes() == b"".join(lines[run_id])
+    # nothing more to move: a second call changes nothing; keep=0 moves the last one too
+    assert records.archive_earlier_runs(path) == []
+    assert records.archive_earlier_runs(path, keep=0) == [second.run_id] and path.read_bytes() == b""
+    assert records.archive_earlier_runs(tmp_path / "missing.jsonl") == []
+
+
+def test_archiving_refuses_a_corrupt_file_before_moving_anything(tmp_path):
+    path = tmp_path / "c.jsonl"
+    write_run(path, n=1)
+    write_run(path, n=1)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[1] = b'{"type":"trial", broken\n'
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(RecordsError, match=r"c\.jsonl:2\b"):
+        records.archive_earlier_runs(path)
+    assert path.read_bytes() == b"".join(lines) and not records.history_dir(path).exists()
+
+
+def test_archiving_drops_a_torn_line_and_keeps_the_run_after_it(tmp_path):
+    path = tmp_path / "t.jsonl"
+    write_run(path, n=1)
+    with open(path, "ab") as f:
+        f.write(b'{"type":"trial","run_id":"dead","se')
+    kept = write_run(path, n=2)
+    with pytest.warns(RuntimeWarning, match="truncated"):
+        moved = records.archive_earlier_runs(path)
+    assert len(moved) == 1 and moved[0] != kept.run_id
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the torn line is gone
+        assert {r["run_id"] for r in read_records(path)} == {kept.run_id}
+
+
 # -- torn and corrupt lines ------------------------------------------------------
 def test_truncated_final_line_skipped_with_warning(tmp_path):
     path = tmp_path / "t.jsonl"

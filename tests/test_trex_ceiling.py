@@ -100,7 +100,8 @@ def test_a_stretched_trial_is_invalid_with_the_generators_reason(double):
 
 def calibrate(tmp_path: Path, d: TrexDouble, cal: Path, *extra: str):
     return nfvlab_cli("calibrate", "--lab-profile", str(profile(tmp_path, d, cal)), "--frame-sizes", "64",
-                      "--duration-s", "0.3", "--unidirectional", "--max-rate-pps", "24000", "--json", *extra,
+                      "--duration-s", "0.3", "--unidirectional", "--max-rate-pps", "24000", "--repetitions", "1",
+                      "--json", *extra,
                       timeout=600)
 
 

@@ -156,6 +156,9 @@ class CalibrationParams(_Strict):
     duration_s: PositiveFloat = 1.0
     """Trial duration of the ceiling search, seconds."""
     bidirectional: bool = True
+    repetitions: int = Field(default=3, ge=1, le=9)
+    """Ceiling searches per frame size and TX path, taken in turns; the ceiling is their median (a
+    slow spell of the host lowers one search's ceiling, never raises it)."""
 
 
 class ProfileParams(_Strict):

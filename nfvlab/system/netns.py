@@ -15,6 +15,8 @@ from typing import Iterator, Optional
 
 from pyroute2 import IPRoute, netns
 
+from nfvlab.system import signals
+
 
 def _off_running_loop(fn):
     @functools.wraps(fn)
@@ -37,18 +39,23 @@ def ipr_in(ns_name: Optional[str]) -> Iterator[IPRoute]:
     the namespace it was made in); cheaper and safer than pyroute2's NetNS,
     which forks a helper process per socket.
     """
-    if ns_name is None:
-        ipr = IPRoute()
-    else:
-        netns.pushns(ns_name)
-        try:
+    # A SIGINT/SIGTERM raised inside pyroute2's set-up would leave a half-built event loop (its
+    # __del__ then fails) or this thread in the namespace: it is held until the socket exists.
+    with signals.deferred():
+        if ns_name is None:
             ipr = IPRoute()
-        finally:
-            netns.popns()
+        else:
+            netns.pushns(ns_name)
+            try:
+                ipr = IPRoute()
+            finally:
+                netns.popns()
     try:
+        signals.checkpoint()  # the held signal, now that there is a socket to close
         yield ipr
     finally:
-        ipr.close()
+        with signals.deferred():
+            ipr.close()
 
 
 @_off_running_loop

@@ -1,7 +1,8 @@
 """Pick the traffic generator the lab profile names (:class:`~nfvlab.params.GeneratorParams`)."""
 from __future__ import annotations
 
-from typing import Optional
+from contextlib import contextmanager
+from typing import Iterator, Optional
 
 from nfvlab.params import GeneratorParams, TrafficParams, TrexParams
 from nfvlab.scenario import Port, Stream
@@ -64,3 +65,18 @@ def _port_streams(params: TrexParams) -> list[Stream]:
     p = [Port("trex", str(x)) for x in params.ports]
     mac = "02:00:00:00:00:00"
     return [Stream(p[0], p[1], mac, mac, *default_ips(0)), Stream(p[1], p[0], mac, mac, *default_ips(1))]
+
+
+@contextmanager
+def bench(backend, generator: GeneratorParams, scenario, traffic: TrafficParams
+          ) -> Iterator[tuple[object, TrafficGenerator]]:
+    """Open ``scenario`` on ``backend`` and a generator on its streams: yields ``(session, generator)``;
+    the generator is closed before the lab is torn down, on success, error or Ctrl-C."""
+    with backend.open(scenario) as session:
+        gen = generator_for(generator, session.streams, traffic, session.tracker, session.busy_roles)
+        try:
+            yield session, gen
+        finally:
+            close = getattr(gen, "close", None)  # TRex: release the ports, end the worker; nfvlab-gen: end its process
+            if close is not None:
+                close()
