@@ -1,10 +1,14 @@
 """Claims decided by the paired phase: the ``paired`` notes of a run (:mod:`nfvlab.pairing`) as claims rows.
 
-An order claim "a > b > c" is decided from the paired comparisons of its neighbouring pairs (each
-already tested at its share of the claim's alpha, over its looks):
+An order claim "a > b > c" is decided from the paired notes of its neighbouring pairs, re-judged by Holm's
+step-down over the claim's measured pairs (:func:`holm`): each pair's recorded blocks at ``alpha / m``, the
+rest at ``alpha / (m - r)`` once ``r`` are decided, with that level's Pocock-type spending at the last look
+the blocks reached. The measuring side (:mod:`nfvlab.pairing`) still stops each pair at its Bonferroni
+share: the re-judging is valid whatever look a pair stopped at; a pair undecided at its share just has no
+more blocks than that share's looks gave it. The claim is:
 
-* **contradicted** when a pair came out *smaller* or *equivalent* (inside the margin: no practical
-  difference), naming the first such pair;
+* **contradicted** when a pair came out *smaller* or *equivalent* (shown inside the margin: no practical
+  difference, even if a difference is shown too: :func:`practical`), naming the first such pair;
 * **holds** when every pair came out *larger*;
 * **inconclusive** otherwise, with the detectable difference and the blocks a decision would need;
 * **metric-dependent** when a pair's paired ratio and its NDR ratio (the repetitions' searches, Welch
@@ -13,13 +17,15 @@ already tested at its share of the claim's alpha, over its looks):
 
 A pair the paired phase left out because an arm's NDR is the generator's is read from the searches as a
 bound (:func:`_bound_link`: a generator-limited NDR is a lower bound of the DUT's), the claim's other
-pairs staying with their paired verdicts. A claim none of whose pairs was measured in paired blocks (a lab
-that realizes one scenario at a time) stays with the NDR searches (:func:`nfvlab.analysis.claim_rows`).
+pairs staying with their paired verdicts; neither it nor a note without its blocks (which keeps its
+recorded verdict) is re-judged. A claim none of whose pairs was measured in paired blocks (a lab that
+realizes one scenario at a time) stays with the NDR searches (:func:`nfvlab.analysis.claim_rows`).
 The A/A control (:func:`control_rows`) is a claim of its own: "no difference" holds when its ratio is
 shown inside the margin, is contradicted when it is shown different, and is inconclusive otherwise.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Mapping, Optional, Sequence, Union
@@ -28,28 +34,34 @@ import numpy as np
 from scipy import stats as _st
 
 from nfvlab import results
+from nfvlab.paired import BlockPlan, paired_test
 
 PathLike = Union[str, Path]
 
-__all__ = ["PAIRED_TEST", "paired_notes", "pairs_of", "paired_for", "paired_claim", "control_rows", "host_noise"]
+__all__ = ["PAIRED_TEST", "paired_notes", "pairs_of", "paired_for", "holm", "practical", "paired_claim",
+           "control_rows", "host_noise"]
 
 #: The test of a paired pair, as the claims table names it.
-PAIRED_TEST = ("paired blocks: trimmed t on the blocks' log ratio (20 %; Pocock looks; Bonferroni over the "
+PAIRED_TEST = ("paired blocks: trimmed t on the blocks' log ratio (20 %; Pocock looks; Holm over the "
                "claim's pairs)")
 #: What ``effect_size`` is for a paired row.
 PAIRED_EFFECT = "paired ratio - 1"
+#: What a paired note says when it was measured (any other verdict: not testable).
+MEASURED = ("larger", "smaller", "equivalent", "undecided")
 #: The A/A control's claim, as the claims table shows it.
 CONTROL_CLAIM = "A/A control: no difference between two lab instances of one configuration"
 
 
 def paired_notes(records: Union[PathLike, Sequence[PathLike]], run: str = "latest") -> dict[tuple, dict]:
-    """``(a, b, control)`` configuration keys -> the labels of the run's ``paired`` note (the last one)."""
+    """``(a, b, control)`` configuration keys -> the labels of the run's ``paired`` note (the last one),
+    with the run record's ``params.paired`` under ``paired_params`` (the looks :func:`holm` re-judges at)."""
     out = {}
     for _path, recs in results.selected_runs(records, run):
+        pp = next(((r.get("params") or {}).get("paired") for r in recs if r["type"] == "run"), None)
         for r in recs:
             lab = r.get("labels") or {}
             if r["type"] == "note" and lab.get("kind") == "paired":
-                out[(lab.get("a"), lab.get("b"), bool(lab.get("control")))] = lab
+                out[(lab.get("a"), lab.get("b"), bool(lab.get("control")))] = {**lab, "paired_params": pp}
     return out
 
 
@@ -84,6 +96,80 @@ def _ndr_interval(x: Sequence[float], y: Sequence[float], level: float = 0.05) -
     return math.exp(d - half), math.exp(d + half)
 
 
+def _plan_of(notes: Sequence[Optional[dict]]) -> Optional[BlockPlan]:
+    """The look plan of a claim's pairs, its alpha the claim's: from the run's ``paired`` params that
+    :func:`paired_notes` attaches (None without them). The claim's alpha is read there, not as a note's
+    ``alpha`` x the claim's pairs: a note's share is ``alpha / family``, ``family`` the most pairs of any
+    claim the pair belongs to among the configurations the runner measured (:func:`nfvlab.claimsets.
+    compared_pairs`), which need not be this claim's pairs as the analysis counts them."""
+    pp = next((n["paired_params"] for n in notes if n is not None and n.get("paired_params")), None)
+    if not pp:
+        return None
+    return BlockPlan(int(pp["first_blocks"]), int(pp["step"]), int(pp["max_blocks"]), alpha=float(pp["alpha"]),
+                     margin=float(pp["margin"]))
+
+
+def _last_look(note: dict, plan: BlockPlan) -> Optional[int]:
+    """The last look (0-based) ``note``'s recorded blocks reach (None: no blocks, or fewer than the first look)."""
+    n = len(note.get("block_log_ratios") or ())
+    looks = [k for k, at in enumerate(plan.looks) if at <= n]
+    return looks[-1] if looks else None
+
+
+def _judged(note: dict, plan: BlockPlan, level: float) -> dict:
+    """``note`` re-judged at ``level`` (the pair's alpha): every recorded block, at the last look they reach,
+    at ``level``'s Pocock share of that look. Valid whichever look is last (the looks' shares sum to at
+    most ``level``), so blocks measured past a look where a larger level would have stopped count too."""
+    k = _last_look(note, plan)
+    r = paired_test(note["block_log_ratios"], level=dataclasses.replace(plan, alpha=level).alpha_at(k),
+                    margin=plan.margin, power=plan.power)
+    return {**note, **dataclasses.asdict(r), "holm_alpha": level}
+
+
+def holm(notes: Sequence[Optional[dict]], plan: Optional[BlockPlan], others: int = 0) -> list[Optional[dict]]:
+    """A claim's pairs' notes (in its pairs' order) re-judged by Holm's step-down at ``plan.alpha`` (the
+    claim's alpha; ``plan``: the run's looks, :func:`_plan_of`): the ``m`` measured notes (verdict in
+    :data:`MEASURED`) each judged at ``alpha / m`` (:func:`_judged`); a pair decided there (larger, smaller,
+    equivalent) is rejected and keeps that verdict, the rest are judged again at ``alpha / (m - r)``, ``r``
+    the pairs decided so far, until a step decides none (an open pair's entry: its last step's). A measured
+    note without blocks keeps its recorded verdict (decided at its Bonferroni share, at most ``alpha / m``:
+    a first-step rejection); so does every note when ``plan`` is None. Other entries (None, not testable,
+    bound links) are returned as they are. ``others``: the claim's pairs judged elsewhere at ``alpha / m`` at
+    most (bound links, :func:`_bound_link`); they count in ``m`` and are never released (a subset of the
+    rejections of a Holm over all of them: still within alpha)."""
+    out = list(notes)
+    if plan is None:
+        return out
+    idx = [i for i, n in enumerate(notes) if n is not None and n.get("verdict") in MEASURED]
+    m = len(idx) + others
+    open_ = [i for i in idx if _last_look(notes[i], plan) is not None]
+    decided = sum(notes[i]["verdict"] != "undecided" for i in idx if i not in open_)
+    while open_:
+        level = plan.alpha / (m - decided)
+        for i in open_:
+            out[i] = _judged(notes[i], plan, level)
+        new = [i for i in open_ if out[i]["verdict"] != "undecided"]
+        if not new:
+            break
+        decided += len(new)
+        open_ = [i for i in open_ if i not in new]
+    return out
+
+
+def practical(note: dict) -> dict:
+    """Equivalence first: a pair shown *larger* or *smaller* whose ratio is also shown inside the margin
+    (TOST at the same level, ``p_equivalent < level``) is *equivalent*: no practical difference, as the
+    unpaired claims judge it (:func:`nfvlab.claims.order_claim`). Else a true ratio inside the margin would
+    read "holds" in a run that happens to show the small difference and "contradicted" in one that does
+    not. Within a pair the two tests need no adjustment (partitioning principle)."""
+    if note.get("bound") or note.get("verdict") not in ("larger", "smaller"):
+        return note
+    level = note.get("level")
+    if level is not None and note.get("p_equivalent", math.inf) < level:
+        return {**note, "verdict": "equivalent", "shown_different_too": True}
+    return note
+
+
 def _bound_link(a, b, note: dict, ndr: Mapping, level: float) -> Optional[dict]:
     """A pair the paired phase left out because an arm's NDR is the generator's (``note``'s
     ``generator_limited``: ``"a"``, ``"b"``), read from the searches where that is sound: a
@@ -112,8 +198,9 @@ def _pair_text(a, b, n: dict) -> str:
     if n.get("bound"):
         return (f"{a} / {b}: NDR ratio {n['ratio']:.3f} [{n['ci_low']:.3f}, {n['ci_high']:.3f}] (searches, "
                 f"{n['bound']}; {n['verdict']})")
+    at = f" at Holm's alpha {n['holm_alpha']:.3g}" if "holm_alpha" in n else ""
     return (f"{a} / {b}: {n['ratio']:.3f} [{n['ci_low']:.3f}, {n['ci_high']:.3f}] ({n['blocks']} blocks, "
-            f"{n['verdict']}, detectable {100 * n['detectable']:.0f} %)")
+            f"{n['verdict']}{at}, detectable {100 * n['detectable']:.0f} %)")
 
 
 def paired_claim(claim: str, condition: str, chains: Sequence[Sequence], notes: Mapping[tuple, dict],
@@ -124,16 +211,21 @@ def paired_claim(claim: str, condition: str, chains: Sequence[Sequence], notes: 
     run's host noise, for the detail."""
     pairs = pairs_of(chains)
     got = [notes.get(p) for p in pairs]
-    measured = ("larger", "smaller", "equivalent", "undecided")
-    if not pairs or all(n is None or n.get("verdict") not in measured for n in got):
+    if not pairs or all(n is None or n.get("verdict") not in MEASURED for n in got):
         return None
-    # a bound is read at the alpha share its claim's measured pairs were tested at (their notes' ``alpha``)
-    level = min((n["alpha"] for n in got if n is not None and n.get("verdict") in measured and "alpha" in n),
-                default=0.05 / len(pairs))
-    got = [n if n is None or n.get("verdict") in measured else _bound_link(a, b, n, ndr, level)
-           for (a, b), n in zip(pairs, got)]
+    plan = _plan_of(got)
+    bounds = sum(n is not None and n.get("verdict") == "not testable" and bool(n.get("generator_limited"))
+                 for n in got)
+    # a bound is read at Holm's first level (its pairs count in m), or without the run's params at the alpha
+    # share its claim's measured pairs were tested at (their notes' ``alpha``)
+    level = (plan.alpha / (bounds + sum(n is not None and n.get("verdict") in MEASURED for n in got)) if plan else
+             min((n["alpha"] for n in got if n is not None and n.get("verdict") in MEASURED and "alpha" in n),
+                 default=0.05 / len(pairs)))
+    got = [n if n is None or n.get("verdict") in MEASURED else _bound_link(a, b, n, ndr, level)
+           for (a, b), n in zip(pairs, holm(got, plan, others=bounds))]
     if any(n is None for n in got):
         return None
+    got = [practical(n) for n in got]
     detail = "; ".join(_pair_text(a, b, n) for (a, b), n in zip(pairs, got)) + (f"; {noise}" if noise else "")
     row = {"claim": claim, "condition": condition, "test": PAIRED_TEST, "effect_size_kind": PAIRED_EFFECT,
            "detail": detail}

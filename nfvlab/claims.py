@@ -18,8 +18,8 @@ repetitions of a *rate* (packets/s, Gbit/s, requests/s). The design, fixed befor
   chance of any wrong decision in a claim stays <= alpha (checked by simulation,
   ``tests/test_claims_simulation.py``).
 * **Verdicts.** Order claims: *holds* when every pair is shown larger in the claimed direction;
-  *contradicted* when some pair is shown larger the other way, or shown equal within
-  :attr:`Design.order_margin` (no practical difference) without being shown larger; *inconclusive*
+  *contradicted* when some pair is shown equal within :attr:`Design.order_margin` (no practical
+  difference, whether or not a difference is shown too) or shown larger the other way; *inconclusive*
   otherwise, with the minimum detectable effect at this n and the repetitions a run would likely
   need; *not testable* when no pair has two repetitions on each side. Equality claims: *holds*
   when every pair is shown within :attr:`Design.equivalence_margin`, *contradicted* when some pair
@@ -66,8 +66,8 @@ class Design:
     alpha : float
         Family-wise error rate of a claim: the chance of any wrong decision among its pairs.
     order_margin : float
-        Order claims: a pair whose ratio is shown inside ``[1/(1+m), 1+m]`` (TOST) and not shown
-        larger contradicts "X > Y" (no practical difference). A fraction, e.g. 0.05 = 5 %.
+        Order claims: a pair whose ratio is shown inside ``[1/(1+m), 1+m]`` (TOST) contradicts
+        "X > Y" (no practical difference), even if it is shown larger too. A fraction, e.g. 0.05 = 5 %.
     equivalence_margin : float
         Equality claims ("about the same"): holds when every ratio is shown inside
         ``[1/(1+m), 1+m]``.
@@ -430,8 +430,12 @@ def order_claim(samples: Mapping[Hashable, Sample], chains: Sequence[Sequence[An
         if p.n < 2:
             continue
         sig = p.adjusted["different"] < alpha
-        p.state = ("supports" if sig and p.effect > 0 else "contradicts" if sig and p.effect < 0
-                   else "no practical difference" if p.adjusted["equivalent"] < alpha else "undecided")
+        # Equivalence first: a ratio shown inside the margin is no practical difference even when a
+        # difference is shown too; else a true ratio inside the margin flips between "holds" (a small
+        # difference shown) and "contradicted" (only equivalence shown) from run to run.
+        p.state = ("no practical difference" if p.adjusted["equivalent"] < alpha
+                   else "supports" if sig and p.effect > 0 else "contradicts" if sig and p.effect < 0
+                   else "undecided")
     detail, states, margin = _detail(pairs), [p.state for p in pairs], f"+-{design.order_margin:.0%}"
     if not pairs or all(s == "untestable" for s in states):
         return _untestable(pairs, detail)

@@ -18,7 +18,8 @@ compares (:func:`nfvlab.claimsets.compared_pairs`) is measured anew with both la
   are judged by their trimmed mean (:func:`nfvlab.paired.paired_test`). Blocks are added look by
   look (:class:`nfvlab.paired.BlockPlan`, Pocock-type alpha spending) at the pair's share of the claim's
   alpha (Bonferroni over the pairs of the claims it belongs to) until decided, at ``max_blocks``, or when
-  the phase's time budget is spent.
+  the phase's time budget is spent. (The analysis re-judges a claim's pairs by Holm from their recorded
+  blocks: :func:`nfvlab.analysis_paired.holm`.)
 * **A/A control.** The configuration compared most often against a second lab instance of itself:
   the design's own noise floor, which must not come out as a difference.
 

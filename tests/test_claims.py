@@ -1,6 +1,7 @@
 """nfvlab.claims on small cases with known answers: the test, the verdicts and their reasons,
 the minimum detectable effect, the sequential plan (the simulations: test_claims_simulation.py)."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -34,16 +35,29 @@ def test_identical_repetitions_are_not_zero_variance_and_separate_levels_decide(
     r = order_claim({"smartnic": S(188e3, 188e3, 188e3, w=0.02), "vhost": S(38e3, 38e3, 38e3, w=0.02)},
                     [["smartnic", "vhost"]])
     assert r["verdict"] == "holds" and r["p_adjusted"] < 1e-4 and r["effect_size"] == pytest.approx(188 / 38 - 1)
-    # One grid step apart, each constant: every repetition of a lies above every one of b (a search
-    # result is a lower bound within the goal width), which Welch on the logs with the resolution's
-    # variance can show; mixed over the same two grid points, a is not shown larger but shown
-    # within the +-5 % margin of b.
+    # Three grid steps apart (6 %, beyond the +-5 % margin), each constant: every repetition of a
+    # lies above every one of b (a search result is a lower bound within the goal width), which
+    # Welch on the logs with the resolution's variance can show; mixed over the same two grid
+    # points, a is not shown larger but shown within the +-5 % margin of b.
     step = 1 / (1 - 0.02)
-    apart = {"a": S(*[100.0 * step] * 3, w=0.02), "b": S(100.0, 100.0, 100.0, w=0.02)}
+    apart = {"a": S(*[100.0 * step ** 3] * 3, w=0.02), "b": S(100.0, 100.0, 100.0, w=0.02)}
     assert order_claim(apart, [["a", "b"]])["verdict"] == "holds"
     mixed = {"a": S(100.0 * step, 100.0, 100.0 * step, w=0.02), "b": S(100.0, 100.0 * step, 100.0, w=0.02)}
     r = order_claim(mixed, [["a", "b"]])
     assert r["verdict"] == "contradicted" and "no practical difference" in r["reason"]
+
+
+def test_a_difference_shown_inside_the_margin_is_no_practical_difference():
+    # One grid step apart (2 %): shown larger and shown within +-5 % at once. Equivalence is judged
+    # first, so a true ratio inside the margin reads "contradicted" whether or not the run happens to
+    # show the small difference too (no flip to "holds" from run to run).
+    step = 1 / (1 - 0.02)
+    near = {"a": S(*[100.0 * step] * 3, w=0.02), "b": S(100.0, 100.0, 100.0, w=0.02)}
+    r = order_claim(near, [["a", "b"]])
+    ps = {k: float(v) for k, v in re.findall(r"p_(\w+) = ([\d.e+-]+)", r["detail"])}
+    assert ps["different"] < 0.05 and ps["equivalent"] < 0.05  # both shown ...
+    assert r["verdict"] == "contradicted" and "no practical difference" in r["reason"]  # ... equivalence wins
+    assert r["effect_size"] == pytest.approx(step - 1)
 
 
 def test_reversed_order_is_contradicted_with_its_reason():

@@ -65,9 +65,10 @@ def claims_sections(tables_dir: Path) -> list[Section]:
     d = current_design()
     text = ("How the draft's claims fare on this host (docs/methodology.md, \"Claims\"; each claim's pairs "
             "tested with Welch's t on the log rates, the search's goal width counted as measurement "
-            f"uncertainty, Holm-adjusted at {d.alpha:g}): *holds* (every pair larger in the claimed order), "
-            "*contradicted* (a pair significantly reversed, or shown equal within "
-            f"+-{d.order_margin:.0%}: no practical difference; \"about equal\" claims: shown beyond "
+            f"uncertainty, Holm-adjusted at {d.alpha:g}): *holds* (every pair larger in the claimed order, none "
+            f"shown within +-{d.order_margin:.0%}), *contradicted* (a pair shown equal within "
+            f"+-{d.order_margin:.0%}: no practical difference, even if a difference is shown too; or one "
+            "significantly reversed; \"about equal\" claims: shown beyond "
             f"+-{d.equivalence_margin:.0%}), *inconclusive* (neither, at this n: the table gives the smallest "
             f"difference detectable at this n with {d.power:.0%} power and the repetitions per configuration "
             "that would likely decide it), *not testable* (a configuration the claim needs cannot run here; "
