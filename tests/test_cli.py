@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import NO_RESIDUE, REPO, host_spoiled, lab_residue, nfvlab_cli, until_unspoiled
+from conftest import NO_RESIDUE, REPO, barely_sent, check_exact, lab_residue, nfvlab_cli, until_unspoiled
 
 from nfvlab.system.hostlock import HostLock
 from nfvlab.traffic.embedded import EmbeddedGenerator
@@ -100,11 +100,6 @@ def test_sigusr1_prints_the_stacks_of_a_running_command(spawn):
     assert "most recent call first" in dump[0] and any("in stuck" in line for line in dump), dump
 
 
-def json_spoiled(d: dict):
-    """:func:`conftest.host_spoiled` over a trial's ``--json`` output (``TrialResult.to_dict()``)."""
-    return host_spoiled(TrialResult.from_dict(d))
-
-
 def test_trial_json_reports_counts_and_latency_per_direction(clean_host, tmp_path):
     # The socket TX path: its thread sleeps between frames, while the XDP loop, which never does,
     # meets the deferred work of a lab just built on its CPU (stalls of ~26 ms) trial after trial.
@@ -119,13 +114,15 @@ def test_trial_json_reports_counts_and_latency_per_direction(clean_host, tmp_pat
                          check=True)
         return json.loads(out.stdout), rec
 
-    # Exact counts are asked of a trial the host let the generator send whole.
-    d, rec = until_unspoiled(attempt, lambda got: json_spoiled(got[0]),
+    # Counts are asked of what was sent (repeated only while the host held the generator up until
+    # it sent under half: conftest.barely_sent), whatever the host did to the schedule.
+    d, rec = until_unspoiled(attempt, lambda got: barely_sent(TrialResult.from_dict(got[0])),
                              what="nfvlab trial --json (host-routing, 3000 pps)")
-    assert d["valid"] and d["invalid_reason"] is None, d["invalid_reason"]
+    assert d["valid"] == (d["invalid_reason"] is None), d["invalid_reason"]
     assert len(d["directions"]) == 2
+    for x in TrialResult.from_dict(d).directions:
+        check_exact(x, intended=3000)
     for x in d["directions"]:
-        assert x["intended_packets"] == x["sent_packets"] == x["received_packets"] == 3000
         assert x["latency"]["p50_ns"] > 0 and x["latency"]["p99_ns"] >= x["latency"]["p50_ns"]
     types = [json.loads(line)["type"] for line in rec.read_text().splitlines()]
     assert types == ["run", "trial", "end"]

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import NO_RESIDUE, REPO, clean_trial, lab_residue
+from conftest import NO_RESIDUE, REPO, check_exact, clean_trial, lab_residue, unsent
 from test_lab import PROGRAM  # builds a lab, prints "up", sleeps
 from nfvlab.labs.embedded import bpf, ebpf, host, realize, state
 from nfvlab.labs import LabError
@@ -67,7 +67,8 @@ def clean(clean_host):
 
 
 def _trial(lab, frame_size=64, latency_pps=500, before_each=None):
-    """5000 pps per direction for 1 s, bidirectional (a trial the host spoiled is repeated)."""
+    """5000 pps per direction for 1 s, bidirectional (repeated only while the host held the generator
+    up until it sent under half: :func:`conftest.clean_trial`)."""
     gen = EmbeddedGenerator(lab.streams, flows=4, latency_pps=latency_pps, tracker=lab)
     return clean_trial(gen, 5000, 1.0, frame_size, bidirectional=True, before_each=before_each)
 
@@ -86,12 +87,12 @@ def test_low_rate_trial_is_lossless_with_exact_counts(clean, model, frame_size):
     with Lab(model) as lab:
         result = _trial(lab, frame_size)
     for d in result.directions:
-        assert d.intended_packets == d.sent_packets == 5000
-        assert d.received_packets == 5000, f"{model} {frame_size}: {d}"
+        check_exact(d, intended=5000)
         lat = d.latency
-        assert lat.probes_received == lat.probes_sent == 500
+        assert 0 < lat.probes_sent <= 500
         assert 0 < lat.min_ns <= lat.p50_ns <= lat.p99_ns <= lat.max_ns
-    assert result.loss_ratio == 0.0
+    # nothing lost in the data path: the loss is the tail the generator left unsent, to the frame
+    assert result.loss_ratio == pytest.approx(unsent(result) / 10000, abs=1e-12)
 
 
 @pytest.mark.parametrize("model", EBPF_MODELS)
@@ -101,13 +102,18 @@ def test_every_frame_is_counted_by_the_bpf_programs(clean, model):
         def counters():
             return {port: _program_counters(prog) for port, prog in _forwarding_programs(lab).items()}
 
-        # the programs count every trial: what they counted during the last (clean) one
+        # the programs count every trial: what they counted during the last (judged) one
         marks = []
         result = _trial(lab, before_each=lambda: marks.append(counters()))
         before, after = marks[-1], counters()
     counted = {port: {k: after[port][k] - before[port][k] for k in after[port]} for port in after}
-    assert result.received_packets == 10000
-    assert counted == {port: {"redirected": 5000, "dropped": 0} for port in WORKER_PORTS}
+    assert result.received_packets == sum(d.sent_packets for d in result.directions)
+    # Every port dropped none and redirected its direction's frames, the load's and the probes':
+    # nic0 and vp1b carry one direction (in from the generator, back from the pod), nic1 and vp1a the other.
+    assert {c["dropped"] for c in counted.values()} == {0}, counted
+    redirected = {port: c["redirected"] for port, c in counted.items()}
+    assert redirected["nic0"] == redirected["vp1b"] and redirected["nic1"] == redirected["vp1a"], counted
+    assert sorted([redirected["nic0"], redirected["nic1"]]) == sorted(d.sent_packets for d in result.directions)
 
 
 @pytest.mark.parametrize("model", EBPF_MODELS)
@@ -124,14 +130,14 @@ def test_without_the_nic0_program_direction_0_loses_everything(clean, model):
 
 
 def assert_only_direction_1_forwards(result):
-    """Direction 0: none of its 5000 frames (all sent: a whole trial) arrives, a count no host
+    """Direction 0: none of the frames it sent (at least half of 5000) arrives, a count no host
     noise can raise. Direction 1 still forwards. Its exact count is the known-answer test's
     (test_low_rate_trial_is_lossless_with_exact_counts, every program in place): asked here too,
     a frame the host's softirq delays lost beside the point of the test would fail it, and a
     trial's record cannot tell such a loss from the DUT's on this path (no busy poller)."""
     d0, d1 = result.directions
-    assert (d0.sent_packets, d0.received_packets) == (5000, 0), d0
-    assert 0 < d1.received_packets <= d1.sent_packets == 5000, d1
+    assert d0.received_packets == 0 and 2500 <= d0.sent_packets <= d0.intended_packets == 5000, d0
+    assert 0 < d1.received_packets <= d1.sent_packets <= 5000, d1
 
 
 def test_xdp_redirect_into_a_veth_needs_napi_on_its_peer(clean):
@@ -145,7 +151,8 @@ def test_xdp_redirect_into_a_veth_needs_napi_on_its_peer(clean):
 def test_tc_plain_redirect_towards_the_pod_is_lossless_too(clean):
     with Lab("ebpf-tc", builder=functools.partial(ebpf.build_ebpf_tc, peer=False)) as lab:
         result = _trial(lab)
-    assert result.loss_ratio == 0.0 and result.received_packets == 10000
+    for d in result.directions:
+        check_exact(d, intended=5000)
 
 
 def test_exception_inside_lab_tears_down(clean):

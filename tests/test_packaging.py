@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_checkout, host_spoiled, until_unspoiled
+from conftest import barely_sent, check_exact, copy_checkout, until_unspoiled
 from nfvlab.trial import TrialResult
 
 
@@ -76,8 +76,9 @@ def test_lab_models_bpf_objects_and_one_trial_from_the_wheel(wheel_venv, clean_h
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout)
 
-    # Exact counts are asked of a trial the host let the generator send whole (its --json record).
-    d = until_unspoiled(trial, lambda got: host_spoiled(TrialResult.from_dict(got)),
+    # Counts are asked of what was sent (its --json record), whatever the host did to the schedule.
+    d = until_unspoiled(trial, lambda got: barely_sent(TrialResult.from_dict(got)),
                         what="the wheel's nfvlab trial --json (ebpf-tc, 2000 pps)")
-    assert [x["received_packets"] for x in d["directions"]] == [1000, 1000]
-    assert d["sent_packets"] == d["intended_packets"] == 2000
+    for x in TrialResult.from_dict(d).directions:
+        check_exact(x, intended=1000)
+    assert d["intended_packets"] == 2000 and d["sent_packets"] == sum(x["sent_packets"] for x in d["directions"])

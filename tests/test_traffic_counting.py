@@ -31,7 +31,7 @@ from typing import Optional
 
 import pytest
 
-from conftest import until_unspoiled
+from conftest import barely_sent, check_exact, clean_trial, unsent, until_unspoiled
 from nfvlab.labs.external import ExternalPorts
 from nfvlab.system.hostlock import HostLock
 from nfvlab.traffic.embedded import EmbeddedGenerator, count_object, gen_binary
@@ -118,33 +118,6 @@ def bridge_dut(clean_host):
 
 def generator(dut: BridgeDut, **kw) -> EmbeddedGenerator:
     return EmbeddedGenerator(ExternalPorts(dut.ports).streams(), **kw)
-
-
-def check_exact(d) -> None:
-    """A direction through a DUT that drops nothing: every frame sent is received once, and the
-    loss is exactly the tail the generator left unsent (none on a trial that kept its schedule)."""
-    assert d.received_packets == d.sent_packets <= d.intended_packets, d
-    assert d.lost_packets == d.intended_packets - d.sent_packets and d.duplicate_packets == 0, d
-    assert d.latency.probes_received == d.latency.probes_sent, d
-
-
-def unsent(result) -> int:
-    """Frames the generator left unsent in ``result``, over its directions."""
-    return sum(d.intended_packets - d.sent_packets for d in result.directions)
-
-
-def barely_sent(result) -> Optional[str]:
-    """Why ``result`` says too little of the DUT (the host held the generator up until it sent
-    under half its frames in some direction), or None. Its counts are exact all the same."""
-    short = [f"{d.tx_port} sent {d.sent_packets} of {d.intended_packets}" for d in result.directions
-             if 2 * d.sent_packets < d.intended_packets]
-    return "sent under half: " + "; ".join(short) if short else None
-
-
-def counted_trial(gen, rate_pps, duration_s, frame_size, **kw) -> TrialResult:
-    """One trial whose counts are asserted, repeated only while :func:`barely_sent`."""
-    return until_unspoiled(lambda: run_trial(gen, rate_pps, duration_s, frame_size, **kw), barely_sent,
-                           what=f"trial at {rate_pps} pps, {frame_size} B")
 
 
 # A DUT's own frames, sent straight out of its ports toward the generator's rx ports, once the
@@ -240,7 +213,7 @@ def test_duplicating_dut_reports_every_duplicate(bridge_dut):
     bridge_dut.tc("filter", "add", "dev", "da", "ingress", "protocol", "ip", "prio", "1", "u32",
                   "match", "u32", "0", "0", "action", "mirred", "egress", "mirror", "dev", "db")
     gen = generator(bridge_dut, latency_pps=200)
-    result = counted_trial(gen, 2000, 1.0, 64, bidirectional=True)
+    result = clean_trial(gen, 2000, 1.0, 64, bidirectional=True)
     dup, plain = result.directions
     assert dup.received_packets == dup.sent_packets <= dup.intended_packets == 2000
     assert dup.duplicate_packets == dup.sent_packets
@@ -267,7 +240,7 @@ def test_dropping_dut_loss_is_exact(bridge_dut):
                   "match", "u8", "0", "0xff", "at", "37", "match", "u8", "0", "0x07", "at", "45",
                   "action", "mirred", "egress", "redirect", "dev", "dsink")
     gen = generator(bridge_dut, latency_pps=200)
-    result = counted_trial(gen, 2000, 1.0, 128, bidirectional=True)
+    result = clean_trial(gen, 2000, 1.0, 128, bidirectional=True)
     lossy, plain = result.directions
     load_sent = lossy.sent_packets - lossy.latency.probes_sent
     assert load_sent <= 1800 and lossy.latency.probes_received == lossy.latency.probes_sent <= 200
@@ -361,7 +334,7 @@ def test_a_lossy_trial_behind_an_earlier_trials_backlog_is_invalid(bridge_dut):
     assert behind.invalid_reason.replace(backlog_fault(behind.directions), "").strip("; ") == \
         (schedule_fault(behind) or "")   # the backlog's, and at most the generator's own beside it
     bridge_dut.drained("db")
-    settled = counted_trial(gen, 400, 0.5, 64, bidirectional=False)
+    settled = clean_trial(gen, 400, 0.5, 64, bidirectional=False)
     assert backlog_fault(settled.directions) is None and settled.directions[0].stale_packets == 0
     assert settled.valid or settled.invalid_reason == schedule_fault(settled)   # at most a stall: the host's
     check_exact(settled.directions[0])
