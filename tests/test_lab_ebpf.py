@@ -102,7 +102,7 @@ def test_every_frame_is_counted_by_the_bpf_programs(clean, model):
         def counters():
             return {port: _program_counters(prog) for port, prog in _forwarding_programs(lab).items()}
 
-        # the programs count every trial: what they counted during the last (judged) one
+        # the programs count every trial: what they counted during the last one (the one asserted)
         marks = []
         result = _trial(lab, before_each=lambda: marks.append(counters()))
         before, after = marks[-1], counters()

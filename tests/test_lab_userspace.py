@@ -73,7 +73,7 @@ def test_jumbo_frames_cross_at_mtu_9000_counted_exactly_and_are_refused_at_1500(
         ports = ["tg0", "tg1"]
         marks = []
         # 500 pps: ~4.5 MB/s per direction, well inside net_pcap's 2 MB capture buffer at each
-        # PMD stall a loaded 2-CPU host causes. The counters are judged over the last (judged) trial.
+        # PMD stall a loaded 2-CPU host causes. The counters are judged over the last trial (the one asserted).
         result = clean_trial(gen, 500, 1.0, 9018, bidirectional=True, lossless=True,
                              before_each=lambda: marks.append(interface_counters(lab.ns("tg"), ports)))
         before, after = marks[-1], interface_counters(lab.ns("tg"), ports)

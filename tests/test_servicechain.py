@@ -21,7 +21,7 @@ def test_every_nf_of_every_instance_forwards_and_nothing_is_lost(clean_host, top
         assert len(pods) == 6
         before = {}
         gen = EmbeddedGenerator(lab.streams, flows=64, latency_pps=100, tracker=lab)
-        # the pods' counters are judged over the last (judged) trial only
+        # the pods' counters are judged over the last trial only (the one asserted)
         result = clean_trial(gen, 4000, 1.0, 128, bidirectional=True,
                              before_each=lambda: before.update({p: interface_counters(p, ["eth1", "eth2"])
                                                                 for p in pods}))
