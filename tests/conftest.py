@@ -276,6 +276,14 @@ def check_exact(d, intended: Optional[int] = None) -> None:
     assert d.latency.probes_received == d.latency.probes_sent, d
 
 
+def check_exact_trial(result, intended: int) -> None:
+    """Every direction of ``result`` through a DUT that drops nothing (:func:`check_exact`, each having
+    asked for ``intended`` frames); the trial's loss ratio is exactly the tail left unsent."""
+    for d in result.directions:
+        check_exact(d, intended=intended)
+    assert result.loss_ratio == pytest.approx(unsent(result) / (intended * len(result.directions)), abs=1e-12)
+
+
 def clean_trial(gen, rate_pps, duration_s, frame_size, *, tries=8, before_each=None, lossless=False, **kw):
     """A trial whose counts say what the DUT did, whatever its schedule did: repeated (through
     :func:`until_unspoiled`) only while the host held the generator up until it sent under half its

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import NO_RESIDUE, REPO, check_exact, clean_trial, lab_residue, unsent
+from conftest import NO_RESIDUE, REPO, check_exact_trial, clean_trial, lab_residue
 from test_lab import PROGRAM  # builds a lab, prints "up", sleeps
 from nfvlab.labs.embedded import bpf, ebpf, host, realize, state
 from nfvlab.labs import LabError
@@ -86,13 +86,11 @@ def test_up_and_down_leaves_no_residue(clean, model):
 def test_low_rate_trial_is_lossless_with_exact_counts(clean, model, frame_size):
     with Lab(model) as lab:
         result = _trial(lab, frame_size)
+    check_exact_trial(result, 5000)  # nothing lost in the data path: the loss is the unsent tail, to the frame
     for d in result.directions:
-        check_exact(d, intended=5000)
         lat = d.latency
         assert 0 < lat.probes_sent <= 500
         assert 0 < lat.min_ns <= lat.p50_ns <= lat.p99_ns <= lat.max_ns
-    # nothing lost in the data path: the loss is the tail the generator left unsent, to the frame
-    assert result.loss_ratio == pytest.approx(unsent(result) / 10000, abs=1e-12)
 
 
 @pytest.mark.parametrize("model", EBPF_MODELS)
@@ -151,8 +149,7 @@ def test_xdp_redirect_into_a_veth_needs_napi_on_its_peer(clean):
 def test_tc_plain_redirect_towards_the_pod_is_lossless_too(clean):
     with Lab("ebpf-tc", builder=functools.partial(ebpf.build_ebpf_tc, peer=False)) as lab:
         result = _trial(lab)
-    for d in result.directions:
-        check_exact(d, intended=5000)
+    check_exact_trial(result, 5000)
 
 
 def test_exception_inside_lab_tears_down(clean):
