@@ -542,9 +542,9 @@ def _paired_phase(params: ExperimentParams, backend, calibration: Calibration, r
     arms = {}
     for sc, fs in _cells(params, runnable):
         key = search_config({**sc.labels(), "frame_size": fs}, names)
-        rate = pairing.median_ndr((ndr.get(key) or {}).values())
-        if math.isfinite(rate):
-            arms[key] = pairing.Arm(key, sc, fs, rate, key in limited)
+        found = [v for v in (ndr.get(key) or {}).values() if v is not None and math.isfinite(v) and v > 0]
+        if found:
+            arms[key] = pairing.Arm(key, sc, fs, pairing.median_ndr(found), key in limited, max(found))
     comps = pairing.plan_comparisons(specs, arms, alpha=params.paired.alpha, control=params.paired.control)
     done = [(r.get("labels") or {}).get("comparison") for r in recs
             if r.get("run_id") == rec.run_id and r["type"] == "note"

@@ -5,16 +5,19 @@ compares (:func:`nfvlab.claimsets.compared_pairs`) is measured anew with both la
 
 * **Arms.** Each arm's NDR (the median of the run's searches) sets its block's rates: ``metric: ndr``,
   its searches' top at ``paired.span`` x it; ``metric: forwarding``, trials at ``paired.overload`` x
-  it. An arm whose NDR was generator-limited or is at or above 90 % of the generator's calibrated
+  it; ``metric: common``, both arms' trials at ``paired.common_load`` x the highest NDR either arm's
+  searches reached. An arm whose NDR was generator-limited or is at or above 90 % of the generator's calibrated
   ceiling makes the pair not testable: the generator, not the DUT, would be measured.
 * **Idle arm paused.** While one arm runs a trial the other lab's processes are stopped
   (:attr:`nfvlab.labs.base.LabSession.pause`), so its poll-mode threads leave the two CPUs to the
   measured arm. A lab that cannot pause runs idle (recorded).
-* **Blocks.** ``metric: ndr`` (the default): a short NDR search per arm, their trials taking turns,
+* **Blocks.** ``metric: common`` (the default): four trials, ``ABBA`` or ``BAAB`` at random
+  (:func:`nfvlab.paired.schedule`), both arms offered one load (:func:`common_load_pps`), the paired
+  log-ratio of their forwarding rates (:func:`nfvlab.paired.block_log_ratio`). ``metric: ndr``: a
+  short NDR search per arm, their trials taking turns,
   each search's top rate lowered at random within one goal width (so that MLRsearch's load grid, and
   with it the NDR's rounding, differs from block to block); the block's figure ``log(NDR_a / NDR_b)``.
-  ``metric: forwarding``: four trials, ``ABBA`` or ``BAAB`` at random (:func:`nfvlab.paired.schedule`),
-  the paired log-ratio of their forwarding rates (:func:`nfvlab.paired.block_log_ratio`). The blocks
+  ``metric: forwarding``: as ``common``, each arm at ``overload`` x its own NDR. The blocks
   are judged by their trimmed mean (:func:`nfvlab.paired.paired_test`). Blocks are added look by
   look (:class:`nfvlab.paired.BlockPlan`, Pocock-type alpha spending) at the pair's share of the claim's
   alpha (Bonferroni over the pairs of the claims it belongs to) until decided, at ``max_blocks``, or when
@@ -47,6 +50,7 @@ from nfvlab.scenario import Scenario
 from nfvlab.trial import GeneratorMeasurer, TrialResult, invalid_repeat_pause_s, run_trial
 
 __all__ = ["Arm", "Comparison", "plan_comparisons", "run_paired", "not_testable", "median_ndr", "control_blocks",
+           "common_load_pps",
            "PAIRED_NOTE",
            "GENERATOR_LIMIT"]
 
@@ -74,6 +78,8 @@ class Arm:
         Median NDR of the run's searches, per direction, packets/s.
     generator_limited : bool
         A search of it found the generator's ceiling rather than the DUT's.
+    ndr_max_pps : float or None
+        Highest NDR of the run's searches, per direction, packets/s (None: ``ndr_pps``).
     """
 
     config: str
@@ -81,6 +87,12 @@ class Arm:
     frame_size: object
     ndr_pps: float
     generator_limited: bool = False
+    ndr_max_pps: Optional[float] = None
+
+    @property
+    def top_pps(self) -> float:
+        """The highest NDR its searches reached, per direction, packets/s."""
+        return self.ndr_max_pps if self.ndr_max_pps is not None else self.ndr_pps
 
 
 @dataclass(frozen=True)
@@ -128,6 +140,16 @@ def plan_comparisons(specs: Iterable[claimsets.ClaimSpec], arms: dict[str, Arm],
     return out + sorted(comps, key=lambda c: -abs(math.log(c.a.ndr_pps / c.b.ndr_pps)))
 
 
+def common_load_pps(comp: Comparison, common_load: float, caps: dict) -> float:
+    """``metric: common``: the load both arms of ``comp`` are offered, per direction, packets/s:
+    ``common_load`` x the highest NDR either arm's searches reached, kept below
+    :data:`GENERATOR_LIMIT` x the lower of the generator's calibrated ceilings ``caps`` (arm name ->
+    pps or None), where the generator would be measured rather than the DUT."""
+    load = common_load * max(comp.a.top_pps, comp.b.top_pps)
+    known = [c for c in caps.values() if c]
+    return min(load, GENERATOR_LIMIT * min(known)) if known else load
+
+
 def _forwarding_pps(t: TrialResult) -> float:
     """Frames received per second of trial time, both directions."""
     return t.received_packets / t.duration_s if t.duration_s > 0 else float("nan")
@@ -148,9 +170,11 @@ def run_paired(params: ExperimentParams, backend, ceiling: Callable[[object, obj
     pp = params.paired
     todo = [c for c in comparisons if c.key not in set(done)]
     t_end = time.monotonic() + pp.seconds if pp.seconds else math.inf
-    what = (f"a short NDR search per arm (rates within x/{pp.span:g} of its NDR), the arms' trials taking turns"
-            if pp.metric == "ndr" else
-            f"4 trials of {pp.trial_duration_s:g} s (ABBA/BAAB) at {pp.overload:g} x each arm's NDR")
+    what = {"ndr": f"a short NDR search per arm (rates within x/{pp.span:g} of its NDR), the arms' trials taking "
+                   f"turns",
+            "forwarding": f"4 trials of {pp.trial_duration_s:g} s (ABBA/BAAB) at {pp.overload:g} x each arm's NDR",
+            "common": f"4 trials of {pp.trial_duration_s:g} s (ABBA/BAAB), both arms at {pp.common_load:g} x the "
+                      f"highest NDR either reached"}[pp.metric]
     bar.note(f"paired phase: {len(todo)} comparison(s) ({sum(c.control for c in todo)} A/A control); a block is "
              f"{what}; {pp.first_blocks} blocks, then +{pp.step} per look up to {pp.max_blocks}"
              + (f", within {pp.seconds:g} s" if pp.seconds else ""))
@@ -205,6 +229,7 @@ def _compare(params: ExperimentParams, backend, ceiling, comp: Comparison, rec: 
         plan = BlockPlan(pp.first_blocks, pp.step, control_blocks(pp) if comp.control else pp.max_blocks,
                          alpha=comp.alpha, margin=pp.margin)
         block = _ndr_block if pp.metric == "ndr" else _forwarding_block
+        load = common_load_pps(comp, pp.common_load, caps) if pp.metric == "common" else None
         d: list[float] = []
         lost, result, stopped, why_lost = 0, None, "cap", []
         for k, n in enumerate(plan.looks):
@@ -229,7 +254,7 @@ def _compare(params: ExperimentParams, backend, ceiling, comp: Comparison, rec: 
                 break
     if result is None:
         return not_testable(comp, f"{lost} blocks lost: {'; '.join(dict.fromkeys(why_lost))}", rec, bar)
-    _record(comp, result, d, pp.metric, stopped, paused, lost, time.monotonic() - t0, rec, bar, counter)
+    _record(comp, result, d, pp.metric, stopped, paused, lost, time.monotonic() - t0, rec, bar, counter, load)
 
 
 class _Switch:
@@ -369,16 +394,19 @@ def _ndr_block(params: ExperimentParams, comp: Comparison, switch: _Switch, sess
 
 def _forwarding_block(params: ExperimentParams, comp: Comparison, switch: _Switch, sessions: dict, caps: dict,
                       rng: random.Random, index: int, rec: RecordWriter, bar) -> Union[float, str]:
-    """One block of the ``forwarding`` metric: ABBA or BAAB trials at ``overload`` x each arm's NDR; their
+    """One block of the ``forwarding`` and ``common`` metrics: ABBA or BAAB trials, each arm at
+    ``overload`` x its NDR (``forwarding``) or both at :func:`common_load_pps` (``common``); their
     forwarding rates' paired log-ratio, or why the block is lost."""
     pp = params.paired
+    load = common_load_pps(comp, pp.common_load, caps) if pp.metric == "common" else None
     order = schedule(1, rng)[0]
     got: dict[str, list[float]] = {"a": [], "b": []}
     for pos, letter in enumerate(order):
         name = letter.lower()
         arm = comp.a if name == "a" else comp.b
         switch(name)
-        t = _valid_trial(params, sessions[name].gen, pp.overload * arm.ndr_pps, arm, comp, name, index, pos, rec, bar)
+        rate = load if load is not None else pp.overload * arm.ndr_pps
+        t = _valid_trial(params, sessions[name].gen, rate, arm, comp, name, index, pos, rec, bar)
         if t is None:
             return "a trial stayed invalid (the generator off schedule) after every repeat"
         got[name].append(_forwarding_pps(t))
@@ -401,7 +429,7 @@ def _valid_trial(params: ExperimentParams, gen, rate_pps: float, arm: Arm, comp:
 
 
 def _record(comp: Comparison, r: PairedResult, blocks: list[float], metric: str, stopped: str, paused: bool,
-            lost: int, seconds: float, rec: RecordWriter, bar, counter: str) -> None:
+            lost: int, seconds: float, rec: RecordWriter, bar, counter: str, load_pps: Optional[float] = None) -> None:
     fields = {"blocks": r.blocks, "ratio": r.ratio, "ci_low": r.ci_low, "ci_high": r.ci_high,
               "p_different": r.p_different, "p_equivalent": r.p_equivalent, "level": r.level,
               "detectable": r.detectable, "blocks_needed": r.blocks_needed}
@@ -411,6 +439,7 @@ def _record(comp: Comparison, r: PairedResult, blocks: list[float], metric: str,
              claims=list(comp.claims), verdict=r.verdict, metric=metric, stopped=stopped, idle_arm_paused=paused,
              lost_blocks=lost, ndr_a_pps=round(comp.a.ndr_pps, 1), ndr_b_pps=round(comp.b.ndr_pps, 1),
              alpha=comp.alpha, seconds=round(seconds, 1), block_log_ratios=[round(x, 5) for x in blocks],
+             **({"load_pps": round(load_pps, 1)} if load_pps is not None else {}),
              **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in fields.items()})
     bar.note(f"{counter} {text}")
 

@@ -103,7 +103,7 @@ def _block_source(seed: int, ratio: float, lag1: float, blocks: int, sd: float =
 
 
 @pytest.mark.parametrize("lag1, slump", [(0.4, 0.0), (0.7, 0.0), (0.9, 0.0), (0.7, 0.2)])
-@pytest.mark.parametrize("looks", [(6, 4, 30), (4, 3, 10), (6, 4, 18)])  # the class's, the quick and full params'
+@pytest.mark.parametrize("looks", [(6, 4, 30), (4, 4, 20), (3, 3, 12)])  # the class's, the params', short looks
 def test_the_sequential_design_holds_alpha_under_the_null_with_spells(lag1, slump, looks):
     plan = BlockPlan(*looks)
     n = 600

@@ -10,6 +10,7 @@ import pytest
 from nfvlab import claimsets, pairing
 from nfvlab import params as P
 from nfvlab.labs.embedded import EmbeddedLab
+from nfvlab.labs.embedded.kernel import TBF_FRAMES
 from nfvlab.records import RecordWriter, read_records
 from nfvlab.scenario import KnownPath, Scenario
 from nfvlab.system import processes
@@ -134,7 +135,7 @@ def test_a_paired_comparison_of_two_known_paths_takes_turns_and_finds_the_faster
         experiment="pairing-test", traffic={"frame_sizes": [FRAME], "latency_pps": 0, "bidirectional": False},
         search={"method": "mlrsearch", "pdr_loss_ratio": None, "relative_width": 0.05, "min_rate_pps": 1000,
                 "initial_trial_duration_s": 0.3, "final_trial_duration_s": 0.3, "duration_sum_s": 0.3},
-        paired={"first_blocks": 2, "step": 1, "max_blocks": 2, "relative_width": 0.05})
+        paired={"metric": "ndr", "first_blocks": 2, "step": 1, "max_blocks": 2, "relative_width": 0.05})
     backend = TwoCapacities({"macvlan": 16_000, "host-routing": 4_000})
     a = pairing.Arm("model=macvlan", Scenario("macvlan"), FRAME, 15_000.0)
     b = pairing.Arm("model=host-routing", Scenario("host-routing"), FRAME, 3_800.0)
@@ -170,6 +171,49 @@ def test_a_paired_comparison_of_two_known_paths_takes_turns_and_finds_the_faster
         tops = [max(r["result"]["rate_pps"] for r in trials if r["labels"]["arm"] == arm and r["labels"]["block"] == k)
                 for k in (0, 1)]
         assert all(2 * ndr / 1.05 - 1 <= t <= 2 * ndr + 1 for t in tops) and tops[0] != tops[1], tops
+
+
+def test_the_common_load_is_the_highest_ndr_either_arm_reached_below_the_generators_limit():
+    a = pairing.Arm("x", Scenario("macvlan"), 64, 10_000.0, ndr_max_pps=12_000.0)
+    b = pairing.Arm("y", Scenario("host-routing"), 64, 11_000.0)  # no maximum recorded: its median
+    comp = pairing.Comparison("x | y", a, b, 0.05, False, ())
+    assert pairing.common_load_pps(comp, 1.0, {"a": None, "b": None}) == 12_000.0
+    assert pairing.common_load_pps(comp, 0.5, {"a": None, "b": None}) == 6_000.0
+    assert pairing.common_load_pps(comp, 1.0, {"a": 100_000.0, "b": 12_500.0}) == pytest.approx(0.9 * 12_500)
+    assert pairing.common_load_pps(pairing.Comparison("y | y", b, b, 0.05, True, ()), 1.0, {"a": 0}) == 11_000.0
+    with pytest.raises(Exception, match="common_load"):
+        P.PairedParams(common_load=0.2)
+
+
+@pytest.mark.lab
+def test_a_common_load_comparison_offers_both_arms_one_load_and_the_slower_forwards_its_capacity(clean_host,
+                                                                                                  tmp_path):
+    """Arm a: a tbf path of 16 kpps, arm b: 4 kpps; ABBA/BAAB trials, both at the highest NDR found (15 kpps)."""
+    params = P.ExperimentParams(
+        experiment="pairing-test", traffic={"frame_sizes": [FRAME], "latency_pps": 0, "bidirectional": False},
+        paired={"metric": "common", "first_blocks": 2, "step": 1, "max_blocks": 2, "trial_duration_s": 0.5})
+    backend = TwoCapacities({"macvlan": 16_000, "host-routing": 4_000})
+    a = pairing.Arm("model=macvlan", Scenario("macvlan"), FRAME, 14_000.0, ndr_max_pps=15_000.0)
+    b = pairing.Arm("model=host-routing", Scenario("host-routing"), FRAME, 3_800.0, ndr_max_pps=3_900.0)
+    comp = pairing.Comparison("model=macvlan | model=host-routing", a, b, 0.05, False, ("a claim",))
+    records = tmp_path / "r.jsonl"
+    bar = type("Bar", (), {"note": lambda self, s: None, "trial": lambda self: None})()
+    with HostLock("pairing test", for_run=True), \
+            RecordWriter(records, "pairing-test", {"experiment": "pairing-test"}) as rec:
+        pairing.run_paired(params, backend, lambda gen, fs: None, [comp], rec, bar)
+    recs = read_records(records)
+    trials = [r for r in recs if r["type"] == "trial" and r["labels"]["purpose"] == "paired"]
+    assert {r["result"]["rate_pps"] for r in trials} == {15_000.0}
+    for block in {r["labels"]["block"] for r in trials}:  # a valid block: ABBA or BAAB
+        order = "".join(r["labels"]["arm"] for r in trials if r["labels"]["block"] == block and r["result"]["valid"])
+        assert order in ("abba", "baab"), order
+    for r in trials:  # the 4 kpps path forwards at most its rate plus its queue, whatever the host does
+        if r["labels"]["arm"] == "b":
+            assert r["result"]["received_packets"] <= 4_000 * 1.05 * (r["result"]["duration_s"] + 0.1) + 2 * TBF_FRAMES
+    note, = [r for r in recs if r["type"] == "note" and r["labels"].get("kind") == "paired"]
+    lab = note["labels"]
+    assert (lab["metric"], lab["load_pps"], lab["blocks"]) == ("common", 15_000.0, 2)
+    assert lab["ratio"] == pytest.approx(math.exp(sum(lab["block_log_ratios"]) / 2), rel=1e-4)
 
 
 @pytest.mark.lab

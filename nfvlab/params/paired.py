@@ -17,13 +17,17 @@ class PairedParams(_Strict):
     decided (Pocock-type alpha spending over the looks; Bonferroni over a claim's pairs). Absent (null):
     no paired phase; the claims are judged on the NDR searches."""
 
-    metric: Literal["ndr", "forwarding"] = "ndr"
+    metric: Literal["ndr", "forwarding", "common"] = "common"
     """What a block measures of each arm. ``ndr``: a short NDR search per arm (the experiment's search
     params, its rates within ``span`` of the arm's NDR), the two searches' trials taking turns, so that
     both see the same spells of the host; the block's figure is ``log(NDR_a / NDR_b)``. ``forwarding``:
     four trials (ABBA or BAAB) at ``overload`` x each arm's NDR, the figure their forwarding rates' paired
     log-ratio; only for DUTs that forward their capacity when overloaded (many DUTs here collapse to
-    7-10 % of their NDR at 1.1-1.2 x it: docs/methodology.md, "Paired comparisons")."""
+    7-10 % of their NDR at 1.1-1.2 x it: docs/methodology.md, "Paired comparisons"). ``common``: four
+    trials (ABBA or BAAB), both arms offered one load, ``common_load`` x the highest NDR either arm's
+    searches reached (RFC 2285's forwarding rate at a given offered load); the figure their forwarding
+    rates' paired log-ratio. No arm is pushed past a capacity it has shown, and the arm that
+    forwards less at that load is the weaker whatever its own NDR search said."""
     span: float = Field(default=2.0, gt=1.05, le=10.0)
     """``ndr``: each block's searches start at ``span`` x the arm's NDR (down to ``search.min_rate_pps``)."""
     relative_width: float = Field(default=0.04, gt=0, lt=0.5)
@@ -32,10 +36,13 @@ class PairedParams(_Strict):
     overload: float = Field(default=1.1, ge=1.02, le=3.0)
     """``forwarding``: offered load of each arm's trials as a multiple of its NDR: above it, so that a
     trial measures what the DUT forwards, not what it was offered."""
+    common_load: float = Field(default=1.0, ge=0.5, le=3.0)
+    """``common``: the load both arms are offered, a multiple of the highest NDR either arm's searches
+    reached (on a noisy host an NDR errs low, so the highest is the nearest the better arm's capacity)."""
     trial_duration_s: Annotated[float, Field(gt=0.05, le=60)] = 1.0
-    """``forwarding``: duration of each trial of a block, seconds (trials of 1-2 s share the host's spell)."""
+    """``forwarding``, ``common``: duration of each trial of a block, seconds (trials of 1-2 s share the host's spell)."""
     first_blocks: int = Field(default=6, strict=True, ge=2, le=1000)
-    """Blocks at the first look (``ndr``: one search per arm; ``forwarding``: four trials)."""
+    """Blocks at the first look (``ndr``: one search per arm; ``forwarding``, ``common``: four trials)."""
     step: int = Field(default=4, strict=True, ge=1, le=1000)
     """Blocks added per look."""
     max_blocks: int = Field(default=18, strict=True, ge=2, le=1000)
