@@ -281,12 +281,34 @@ def queued_path(gen):
             run("ip", "netns", "del", ns, check=False)
 
 
+#: Most generator stall time, s, after which the known queue below still holds the median probe's
+#: wait above its bound (:func:`queue_drained`).
+QUEUE_STALL_S = 0.12
+
+
+def queue_drained(out: dict) -> Optional[str]:
+    """Why a trial of the known-queue test may not hold its median wait: the host stalled the
+    generator for more than :data:`QUEUE_STALL_S` in all, or it sent under half its frames.
+
+    Why that much: the queue (100 frames, drained at 10 kpps, filled at 15 kpps) loses 10 frames per ms
+    of stall and refills at 5 per ms, so a stall of ``s`` ms leaves the probes of the next ``2 s`` ms
+    waiting less (none are sent during the stall itself). Stalls of ``S`` ms in all touch at most
+    ``2 S`` ms of the 1 s of probes, and the median probe waits behind a nearly full queue while that
+    is under half of it (less the ~20 ms the queue takes to fill first): ``S`` below ~0.24 s. Half of
+    that is the allowance; the host's usual stalls (tens of ms in all) stay far inside it."""
+    if out["stall_total_s"] > QUEUE_STALL_S:
+        return f"generator stalled {1e3 * out['stall_total_s']:.0f} ms in all, beyond {1e3 * QUEUE_STALL_S:.0f} ms"
+    return gen_barely_sent(out)
+
+
 def test_latency_of_a_known_queue_and_exact_percentiles(gen, count, queued_path):
     """A full queue of known size: tbf on the hop's egress at 10 kpps of 64 B frames (60 B on a
     veth) holding 6000 B, offered 15 kpps, so every frame it admits waits behind a full queue:
     6000 B / 600 kB/s = 10 ms (netem, the usual fixed delay, is not in this kernel). The host can
     only add to that wait: the test bounds the latency from below and checks the percentiles'
     arithmetic; how far above the queue's delay p50/p99/p99.9 lie is bench/generator_accuracy.py's.
+    A generator stall drains the queue for a while (the probes after it wait less): a trial whose
+    stalls could move the median is repeated (:func:`queue_drained`).
 
     Probes at 490/s: a period (2.04 ms) that is no multiple of the load's and the shaper's
     common cycle (0.4 ms), so probes meet the queue at every phase of it; at 500/s they
@@ -295,13 +317,13 @@ def test_latency_of_a_known_queue_and_exact_percentiles(gen, count, queued_path)
     a, hop, b = queued_path
     run("ip", "netns", "exec", hop.ns, "tc", "qdisc", "add", "dev", hop.ifname, "root", "tbf", "rate", "600000bps",
         "burst", "600", "limit", "6000")
-    # A generator stall drains the queue (the probes after it wait less): only a trial sent whole.
     out, _ = clean_gen(gen, "--duration-s", "1", "--frame-size", "64", "--latency-pps", "490", *count,
-                       "--stream", stream(a, b, 15000))
-    lat = out["streams"][0]["latency"]
+                       "--stream", stream(a, b, 15000), spoiled=queue_drained)
+    (s,) = out["streams"]
+    lat = s["latency"]
     summary = {k: v for k, v in lat.items() if k != "samples_ns"}
-    # Every probe leaves the generator; the full queue drops some of them and admits the rest.
-    assert lat["probes_sent"] == 490
+    # The probes that left (all 490 but a tail the host held up); the full queue drops some, admits the rest.
+    assert s["probes_intended"] == 490 and lat["probes_sent"] <= 490, s
     assert 0 < lat["probes_received"] < lat["probes_sent"], summary
     samples = lat["samples_ns"]
     assert len(samples) == lat["probes_received"] and samples == sorted(samples)
@@ -403,7 +425,9 @@ print(json.dumps(frames))
 
 
 def captured_trial(spawn, gen: str, rx: Port, *args: str) -> tuple[dict, list[bytes]]:
-    """A raw trial the host let run whole, and the frames a tap on ``rx`` saw during it."""
+    """A raw trial that sent every frame, and the frames a tap on ``rx`` saw during it. Only a tail left
+    unsent makes the host repeat it: what these tests check (every frame, byte for byte) does not
+    depend on when the frames left, so stalls beyond the slip budget do not."""
     def attempt():
         cap = spawn(["ip", "netns", "exec", rx.ns, sys.executable, "-c", CAPTURE, rx.ifname],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -412,7 +436,7 @@ def captured_trial(spawn, gen: str, rx: Port, *args: str) -> tuple[dict, list[by
         frames = [bytes.fromhex(f) for f in json.loads(cap.communicate(timeout=60)[0])]
         return out, frames
 
-    return until_unspoiled(attempt, lambda r: gen_spoiled(r[0]), what="captured nfvlab-gen trial")
+    return until_unspoiled(attempt, lambda r: sent_short(r[0]), what="captured nfvlab-gen trial")
 
 
 def ip_checksum_ok(header: bytes) -> bool:
