@@ -128,6 +128,20 @@ class TwoCapacities(EmbeddedLab):
             yield s
 
 
+def _run_paired(params, backend, comp, tmp_path):
+    """Run one comparison as a run does (nfvlab.experiment: the host lock for the run, under which its
+    labs may be two); its paired trials' records and its ``paired`` note's labels."""
+    records = tmp_path / "r.jsonl"
+    bar = type("Bar", (), {"note": lambda self, s: None, "trial": lambda self: None})()
+    with HostLock("pairing test", for_run=True), \
+            RecordWriter(records, "pairing-test", {"experiment": "pairing-test"}) as rec:
+        pairing.run_paired(params, backend, lambda gen, fs: None, [comp], rec, bar)
+    recs = read_records(records)
+    trials = [r for r in recs if r["type"] == "trial" and r["labels"]["purpose"] == "paired"]
+    note, = [r for r in recs if r["type"] == "note" and r["labels"].get("kind") == "paired"]
+    return trials, note["labels"]
+
+
 @pytest.mark.lab
 def test_a_paired_comparison_of_two_known_paths_takes_turns_and_finds_the_faster(clean_host, tmp_path):
     """Arm a: a tbf path of 16 kpps, arm b: 4 kpps; NDR searches in lockstep, two blocks."""
@@ -140,15 +154,7 @@ def test_a_paired_comparison_of_two_known_paths_takes_turns_and_finds_the_faster
     a = pairing.Arm("model=macvlan", Scenario("macvlan"), FRAME, 15_000.0)
     b = pairing.Arm("model=host-routing", Scenario("host-routing"), FRAME, 3_800.0)
     comp = pairing.Comparison("model=macvlan | model=host-routing", a, b, 0.05, False, ("a claim",))
-    records = tmp_path / "r.jsonl"
-    lines = []
-    bar = type("Bar", (), {"note": lambda self, s: lines.append(s), "trial": lambda self: None})()
-    # As a run holds it (nfvlab.experiment): the host lock for the run, under which its labs may be two.
-    with HostLock("pairing test", for_run=True), \
-            RecordWriter(records, "pairing-test", {"experiment": "pairing-test"}) as rec:
-        pairing.run_paired(params, backend, lambda gen, fs: None, [comp], rec, bar)
-    recs = read_records(records)
-    trials = [r for r in recs if r["type"] == "trial" and r["labels"]["purpose"] == "paired"]
+    trials, lab = _run_paired(params, backend, comp, tmp_path)
     assert {r["labels"]["block"] for r in trials} == {0, 1}
     for block in (0, 1):
         arms = [r["labels"]["arm"] for r in trials if r["labels"]["block"] == block]
@@ -157,8 +163,6 @@ def test_a_paired_comparison_of_two_known_paths_takes_turns_and_finds_the_faster
         assert all(x != y for x, y in zip(arms[:2 * both], arms[1:2 * both])), arms
     for r in trials:  # each arm's searches start at span (2) x its NDR
         assert r["result"]["rate_pps"] <= 2 * (15_000.0 if r["labels"]["arm"] == "a" else 3_800.0) + 1
-    note, = [r for r in recs if r["type"] == "note" and r["labels"].get("kind") == "paired"]
-    lab = note["labels"]
     assert (lab["comparison"], lab["blocks"], lab["metric"], lab["control"]) == (comp.key, 2, "ndr", False)
     # 16 kpps against 4 kpps: the block's NDR ratio, whatever the host did, is far above 1 (each NDR is at
     # most its path's capacity over the trial plus the buffer; the slower path's at most ~4.3 kpps)
@@ -196,13 +200,7 @@ def test_a_common_load_comparison_offers_both_arms_one_load_and_the_slower_forwa
     a = pairing.Arm("model=macvlan", Scenario("macvlan"), FRAME, 14_000.0, ndr_max_pps=15_000.0)
     b = pairing.Arm("model=host-routing", Scenario("host-routing"), FRAME, 3_800.0, ndr_max_pps=3_900.0)
     comp = pairing.Comparison("model=macvlan | model=host-routing", a, b, 0.05, False, ("a claim",))
-    records = tmp_path / "r.jsonl"
-    bar = type("Bar", (), {"note": lambda self, s: None, "trial": lambda self: None})()
-    with HostLock("pairing test", for_run=True), \
-            RecordWriter(records, "pairing-test", {"experiment": "pairing-test"}) as rec:
-        pairing.run_paired(params, backend, lambda gen, fs: None, [comp], rec, bar)
-    recs = read_records(records)
-    trials = [r for r in recs if r["type"] == "trial" and r["labels"]["purpose"] == "paired"]
+    trials, lab = _run_paired(params, backend, comp, tmp_path)
     assert {r["result"]["rate_pps"] for r in trials} == {15_000.0}
     for block in {r["labels"]["block"] for r in trials}:  # a valid block: ABBA or BAAB
         order = "".join(r["labels"]["arm"] for r in trials if r["labels"]["block"] == block and r["result"]["valid"])
@@ -210,8 +208,6 @@ def test_a_common_load_comparison_offers_both_arms_one_load_and_the_slower_forwa
     for r in trials:  # the 4 kpps path forwards at most its rate plus its queue, whatever the host does
         if r["labels"]["arm"] == "b":
             assert r["result"]["received_packets"] <= 4_000 * 1.05 * (r["result"]["duration_s"] + 0.1) + 2 * TBF_FRAMES
-    note, = [r for r in recs if r["type"] == "note" and r["labels"].get("kind") == "paired"]
-    lab = note["labels"]
     assert (lab["metric"], lab["load_pps"], lab["blocks"]) == ("common", 15_000.0, 2)
     assert lab["ratio"] == pytest.approx(math.exp(sum(lab["block_log_ratios"]) / 2), rel=1e-4)
 
