@@ -62,7 +62,8 @@ def run(measure: Callable[[Added], float], claims: Sequence[tuple[str, Sequence]
         initial: Mapping[Hashable, Sequence[float]], plan: Plan, resolution: Mapping[Hashable, float],
         design: Design = Design(), seconds: Optional[float] = None,
         clock: Callable[[], float] = time.monotonic, unit_seconds: Optional[float] = None,
-        give_up_above: Optional[int] = None) -> Outcome:
+        give_up_above: Optional[int] = None,
+        order: Optional[Callable[[list[Added]], list[Added]]] = None) -> Outcome:
     """Add repetitions to the configurations of undecided claims, look after look.
 
     Parameters
@@ -71,8 +72,9 @@ def run(measure: Callable[[Added], float], claims: Sequence[tuple[str, Sequence]
         ``(added) -> rate``: one more repetition, ``added.repetition`` (0-based) of ``added.config``
         (positive; pass the detection limit for a 0). Its record should carry ``added.look`` and
         ``added.reason``.
-    claims : list of (kind, spec)
-        As :func:`nfvlab.claims.plan_more`: ``("order", chains)`` / ``("equality", pairs)``.
+    claims : list of (kind, spec) or (kind, spec, paired)
+        As :func:`nfvlab.claims.plan_more`: ``("order", chains)`` / ``("equality", pairs)``; a paired
+        claim's pairs are judged repetition by repetition (each value's key is its repetition).
     initial : mapping
         Configuration -> the rates measured so far (the run's first ``plan.first`` repetitions).
     plan : nfvlab.claims.Plan
@@ -89,13 +91,18 @@ def run(measure: Callable[[Added], float], claims: Sequence[tuple[str, Sequence]
         Estimated seconds of one repetition before any is added (e.g. the fixed repetitions' mean).
     give_up_above : int, optional
         Repetitions per configuration beyond which a claim is given up (:func:`nfvlab.claims.plan_more`).
+    order : callable, optional
+        ``(added list) -> the same, reordered``: the order a look's repetitions are measured in (default:
+        configuration by configuration, in key order). It must keep each configuration's repetitions
+        in ascending order. A paired claim wants its two configurations' repetitions next to each other.
     """
     values = {k: list(v) for k, v in initial.items()}
     out = Outcome(values)
     start, longest, took = clock(), 0.0, []
 
     def samples() -> dict:
-        return {k: Sample(np.asarray(v, dtype=float), resolution.get(k, 0.0)) for k, v in values.items()}
+        return {k: Sample(np.asarray(v, dtype=float), resolution.get(k, 0.0), np.arange(len(v)))
+                for k, v in values.items()}
 
     look = 0
     while True:
@@ -110,26 +117,28 @@ def run(measure: Callable[[Added], float], claims: Sequence[tuple[str, Sequence]
         if seconds is not None and mean is not None and clock() - start + units * mean > seconds:
             out.stopped = "seconds"  # the look would not fit: not started
             break
+        todo = [Added(config, r, look, want[config][1]) for config in sorted(want, key=str)  # deterministic
+                for r in range(len(values[config]), min(want[config][0], plan.max_repetitions))]
+        if order is not None:
+            todo = order(todo)
         stopped = None
-        for config in sorted(want, key=str):  # deterministic order
-            target, why = want[config]
-            while len(values[config]) < min(target, plan.max_repetitions):
-                if seconds is not None and mean is None and clock() - start + longest > seconds:
-                    stopped = "seconds"
-                    break
-                t0 = clock()
-                added = Added(config, len(values[config]), look, why)
-                values[config].append(float(measure(added)))
-                took.append(clock() - t0)
-                longest = max(longest, took[-1])
-                out.added.append(added)
-            if stopped:
+        for added in todo:
+            if added.repetition != len(values[added.config]):
+                raise ValueError(f"adaptive: order put repetition {added.repetition} of {added.config} out of turn")
+            if seconds is not None and mean is None and clock() - start + longest > seconds:
+                stopped = "seconds"
                 break
+            t0 = clock()
+            values[added.config].append(float(measure(added)))
+            took.append(clock() - t0)
+            longest = max(longest, took[-1])
+            out.added.append(added)
         if stopped:
             out.stopped = stopped
             break
     out.seconds = clock() - start
-    out.verdicts = [sequential_verdict(kind, samples(), spec, plan, design) for kind, spec in claims]
+    out.verdicts = [sequential_verdict(kind, samples(), spec, plan, design, paired=bool(paired and paired[0]))
+                    for kind, spec, *paired in claims]
     if out.stopped == "decided" and any(v["verdict"] == "inconclusive" for v in out.verdicts):
         out.stopped = "given up" if out.given_up else "max repetitions"
     return out

@@ -202,12 +202,14 @@ def samples(data: pd.DataFrame, by: str, levels: Sequence, value: str = "through
     """Level -> :class:`nfvlab.claims.Sample` of ``value``, with its ``resolution`` (the largest of
     the level's rows; 0 without the column, e.g. tool runs). A rate of 0 left (a tool run that
     moved nothing; searches went through :func:`measured_rates`) is read as below a thousandth of
-    the smallest rate of ``data``, with resolution 0.5: far below, which is what it says."""
+    the smallest rate of ``data``, with resolution 0.5: far below, which is what it says. Each value's
+    key (:attr:`nfvlab.claims.Sample.keys`) is its ``repetition`` when ``data`` has that column."""
     if "repetition" in data.columns:  # measurement order: a sequential look takes the first n
         data = data.sort_values("repetition", kind="stable")
     keys = np.array([_key(v) for v in data[by]], dtype=object)
     vals = pd.to_numeric(data[value], errors="coerce").to_numpy(float)
     res = data["resolution"].to_numpy(float) if "resolution" in data.columns else np.zeros(len(data))
+    reps = data["repetition"].to_numpy(object) if "repetition" in data.columns else None
     low = vals <= 0  # a tool rate of 0 (nothing got through): a thousandth of the smallest rate seen
     if low.any():
         vals = np.where(low, np.nanmin(vals[vals > 0], initial=1.0) / 1e3, vals)
@@ -216,14 +218,14 @@ def samples(data: pd.DataFrame, by: str, levels: Sequence, value: str = "through
     for lv in levels:
         hit = keys == _key(lv)
         w = float(np.nanmax(res[hit], initial=0.0))
-        out[lv] = claims.Sample(vals[hit], w)
+        out[lv] = claims.Sample(vals[hit], w, None if reps is None else reps[hit])
     return out
 
 
 def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches: pd.DataFrame, by: str,
                status: dict, design: Optional[claims.Design] = None, kind: str = "order",
                value: str = "throughput_pps", plan: Optional[claims.Plan] = None,
-               paired: Optional[dict] = None, noise: str = "") -> list[dict]:
+               paired: Optional[dict] = None, noise: str = "", by_repetition: bool = False) -> list[dict]:
     """Rows of the claims table for one claim under one condition.
 
     Parameters
@@ -259,6 +261,9 @@ def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches:
         (:func:`nfvlab.analysis_paired.paired_claim`); otherwise from the searches, as without.
     noise : str
         The run's host noise, shown beside a paired verdict (:func:`nfvlab.analysis_paired.host_noise`).
+    by_repetition : bool
+        The levels were measured side by side in each repetition (one lab, one right after the other):
+        the pairs are judged on per-repetition log-ratios (``paired`` of :func:`nfvlab.claims.order_claim`).
 
     Returns
     -------
@@ -289,7 +294,7 @@ def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches:
         if row is not None:
             return rows + [row]
     v = claims.sequential_verdict(kind, samples(data, by, levels, value), chains, plan or claims.Plan.fixed(),
-                                  design or claims.current_design())
+                                  design or claims.current_design(), paired=by_repetition)
     rows.append({"claim": claim, "condition": condition, **{k: v[k] for k in CLAIM_COLUMNS if k in v}})
     return rows
 

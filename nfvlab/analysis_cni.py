@@ -193,6 +193,9 @@ def claims(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame, plan: Optiona
     6. Host to pod ~ host to service for small files (requests/s at the smallest file size, TOST),
        and host to pod > host to service for large files at large MTU (largest file, largest MTU).
 
+    Claims 5 and 6 compare two directions of one lab, measured side by side in each repetition in
+    counterbalanced order: they are judged on the per-repetition log-ratios (paired t).
+
     ``plan``: the planned looks of an adaptive run (:func:`plan_of`); None: a fixed-n run.
     """
     sizes = sorted(x for x in dict.fromkeys(http["file_bytes"]) if x is not None and not pd.isna(x))
@@ -211,11 +214,11 @@ def claims(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame, plan: Optiona
         data = _sel(m[m["protocol"] == spec.where["protocol"]], **where)
         if spec.kind == "order":
             rows += claim_rows(spec.claim, spec.condition, spec.chains, data, spec.by, st_, kind="order",
-                               value=spec.value, plan=plan)
+                               value=spec.value, plan=plan, by_repetition=spec.paired)
         else:  # about equal within the design's equivalence_margin (TOST); the margin is added to the condition
             margin = current_design().equivalence_margin
             rows += claim_rows(spec.claim, f"{spec.condition}; margin +-{margin:.0%}", spec.chains, data, spec.by,
-                               st_, kind="equality", value=spec.value, plan=plan)
+                               st_, kind="equality", value=spec.value, plan=plan, by_repetition=spec.paired)
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 

@@ -13,6 +13,11 @@ repetitions of a *rate* (packets/s, Gbit/s, requests/s). The design, fixed befor
   Identical repetitions are therefore never "zero variance". Tool measurements (iperf3, wrk) and
   MRR have ``w = 0``.
 * **Equivalence.** TOST (two one-sided Welch tests on the logs) within ``+-log(1 + margin)``.
+* **Paired claims** (``paired=True``: the two configurations measured in one lab, one right after the
+  other in counterbalanced order, repetition by repetition; experiment E's directions): the same
+  tests as a one-sample t on the per-repetition log-ratios ``log x_r - log y_r`` of the repetitions
+  both sides have (:attr:`Sample.keys`), the resolutions' uniform errors added to their variance;
+  ``n - 1`` degrees of freedom. The host's slow and fast spells then cancel within a repetition.
 * **Multiplicity.** Holm over a claim's pairs (:func:`_adjust`); a pair's difference test
   (two-sided) and TOST need no adjustment among themselves (partitioning principle), so the
   chance of any wrong decision in a claim stays <= alpha (checked by simulation,
@@ -46,13 +51,15 @@ import numpy as np
 from scipy import stats as _st
 
 __all__ = ["VERDICTS", "Design", "Plan", "Sample", "current_design", "use_design", "load_design", "order_claim", "equality_claim",
-           "sequential_verdict", "plan_more"]
+           "paired_log_ratios", "sequential_verdict", "plan_more"]
 
 #: Verdicts of a claim, in report order.
 VERDICTS = ("holds", "contradicted", "inconclusive", "metric-dependent", "not testable")
 # ("metric-dependent": a paired comparison and the NDR searches disagree, each shown: nfvlab.analysis_paired.)
 #: The test of a pair, as the claims table names it.
 TEST_NAME = "Welch t on log rate (+ resolution)"
+#: The test of a paired claim's pair (``paired=True``).
+PAIRED_TEST_NAME = "paired t on log ratio per repetition (+ resolution)"
 #: What ``effect_size`` is: the ratio of geometric means minus 1 (positive: the claimed larger is larger).
 EFFECT_KIND = "ratio - 1"
 
@@ -169,16 +176,24 @@ class Sample:
     """One configuration's repetitions: positive rates and the relative resolution of each value.
 
     ``resolution`` is the search's goal width ``w`` (0 for a continuous measurement): the value is
-    known to within a factor ``1 / (1 - w)``.
+    known to within a factor ``1 / (1 - w)``. ``keys``: each value's repetition (what a paired claim
+    matches two configurations by); None when the values carry none. A NaN value is dropped with its key.
     """
 
     values: np.ndarray
     resolution: float = 0.0
+    keys: Optional[np.ndarray] = None
     _log: tuple = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         v = np.asarray(self.values, dtype=float)
-        v = v[~np.isnan(v)]
+        keep = ~np.isnan(v)
+        if self.keys is not None:
+            k = np.asarray(self.keys, dtype=object)
+            if k.shape != v.shape:
+                raise ValueError(f"claims: {k.size} keys for {v.size} values")
+            object.__setattr__(self, "keys", k[keep])
+        v = v[keep]
         if np.any(v <= 0):
             raise ValueError("claims: rates must be positive (a zero-loss rate of 0 has no ratio)")
         object.__setattr__(self, "values", v)
@@ -197,7 +212,22 @@ class Sample:
 
     def head(self, n: int) -> "Sample":
         """The first ``n`` repetitions (a look of a sequential run)."""
-        return Sample(self.values[:n], self.resolution)
+        return Sample(self.values[:n], self.resolution, None if self.keys is None else self.keys[:n])
+
+    @property
+    def delta2(self) -> float:
+        """The variance of one value's rounding error on the log scale, ``delta**2 / 12``."""
+        return math.log1p(-self.resolution) ** 2 / 12.0
+
+
+def paired_log_ratios(x: Sample, y: Sample) -> np.ndarray:
+    """``log x_r - log y_r`` for each repetition ``r`` both samples have (:attr:`Sample.keys`), in ``x``'s
+    order; a sample without keys pairs by position."""
+    kx = x.keys if x.keys is not None else np.arange(x.n)
+    ky = y.keys if y.keys is not None else np.arange(y.n)
+    at = {k: i for i, k in enumerate(ky)}
+    both = [(i, at[k]) for i, k in enumerate(kx) if k in at]
+    return np.array([math.log(x.values[i]) - math.log(y.values[j]) for i, j in both], dtype=float)
 
 
 # ---------------------------------------------------------------------------
@@ -236,14 +266,17 @@ def _tost_power(effect: float, bound: float, se, df, level: float):
     return _st.nct.sf(_st.t.ppf(1.0 - level, df), df, (bound - abs(effect)) / se)
 
 
-def _needed(x: Sample, y: Sample, effect: float, bound: Optional[float], level: float,
-            design: Design) -> Optional[int]:
+def _needed(pair: "_Pair", bound: Optional[float], level: float, design: Design) -> Optional[int]:
     """Repetitions per configuration at which a fixed-n run would likely (``design.power``) decide the
     pair, if the observed log ratio and variances are the truth: by the difference test or, when the
-    ratio lies inside ``bound``, by TOST. None: not within ``design.n_max``."""
-    vx, vy = x._log[2], y._log[2]
+    ratio lies inside ``bound``, by TOST (paired: with the log-ratios' variance). None: not within
+    ``design.n_max``."""
     ns = np.arange(2, design.n_max + 1)
-    se, df = _se_df(vx, ns, vy, ns)
+    if pair.paired:
+        se, df = np.sqrt(pair.var_d / ns), ns - 1
+    else:
+        se, df = _se_df(pair.x._log[2], ns, pair.y._log[2], ns)
+    effect = pair.effect
     ok = _power(effect, se, df, level) >= design.power
     if bound is not None:
         ok |= _tost_power(effect, bound, se, df, level) >= design.power
@@ -261,13 +294,27 @@ class _Pair:
     effect: float = math.nan  # log ratio x / y
     n: int = 0
     levels: tuple = ()  # the two levels compared (x's, y's)
+    var_d: float = math.nan  # paired: the variance of the per-repetition log-ratios (resolution included)
+
+    @property
+    def paired(self) -> bool:
+        return not math.isnan(self.var_d)
+
+    def se_df(self):
+        """Standard error of the estimated log ratio and its degrees of freedom."""
+        if self.paired:
+            return math.sqrt(self.var_d / self.n), self.n - 1
+        (_, _, vx), (_, _, vy) = self.x._log, self.y._log
+        return _se_df(vx, self.x.n, vy, self.y.n)
 
     @property
     def ratio(self) -> float:
         return math.expm1(self.effect) if not math.isnan(self.effect) else math.nan
 
 
-def _pair(label: str, x: Sample, y: Sample, bound: float, kind: str, levels: tuple = ()) -> _Pair:
+def _pair(label: str, x: Sample, y: Sample, bound: float, kind: str, levels: tuple = (), paired: bool = False) -> _Pair:
+    if paired:
+        return _paired_pair(label, x, y, bound, kind, levels)
     n = min(x.n, y.n)
     p = _Pair(label, x, y, {}, n=n, levels=levels)
     if n < 2:
@@ -278,6 +325,29 @@ def _pair(label: str, x: Sample, y: Sample, bound: float, kind: str, levels: tup
         p.tests["different"] = _welch(x, y)
     else:  # shown beyond the margin, on either side
         p.tests["beyond"] = min(1.0, 2.0 * min(_welch(x, y, -bound, "greater"), _welch(x, y, bound, "less")))
+    return p
+
+
+def _paired_pair(label: str, x: Sample, y: Sample, bound: float, kind: str, levels: tuple) -> _Pair:
+    """:func:`_pair` on the per-repetition log-ratios (:func:`paired_log_ratios`): one-sample t tests."""
+    d = paired_log_ratios(x, y)
+    p = _Pair(label, x, y, {}, n=int(d.size), levels=levels)
+    if d.size < 2:
+        return p
+    p.effect = float(d.mean())
+    p.var_d = float(d.var(ddof=1)) + x.delta2 + y.delta2
+    se, df = p.se_df()
+    se = max(se, 1e-12)  # identical ratios, continuous rates: a tiny spread, not a division by zero
+
+    def t_p(shift: float, alternative: str) -> float:  # H0: the mean log ratio + shift is 0
+        t = (p.effect + shift) / se
+        return float({"greater": _st.t.sf(t, df), "less": _st.t.cdf(t, df)}.get(alternative, 2 * _st.t.sf(abs(t), df)))
+
+    p.tests["equivalent"] = max(t_p(bound, "greater"), t_p(-bound, "less"))
+    if kind == "order":
+        p.tests["different"] = t_p(0.0, "two-sided")
+    else:
+        p.tests["beyond"] = min(1.0, 2.0 * min(t_p(-bound, "greater"), t_p(bound, "less")))
     return p
 
 
@@ -319,7 +389,8 @@ def _fmt_ratio(r: float) -> str:
 def _result(verdict: str, reason: str, pick: Optional[_Pair], p: float, pairs: list[_Pair], detail: str,
             mde: float = math.nan, n_needed: Optional[int] = None) -> dict:
     return {"verdict": verdict, "reason": reason, "pair": pick.label if pick else None,
-            "test": TEST_NAME if pick is not None and pick.state != "untestable" else None,
+            "test": ((PAIRED_TEST_NAME if pick.paired else TEST_NAME)
+                     if pick is not None and pick.state != "untestable" else None),
             "p_adjusted": p, "effect_size": pick.ratio if pick else math.nan,
             "effect_size_kind": EFFECT_KIND if pick is not None and pick.state != "untestable" else None,
             "n": pick.n if pick else 0, "mde": mde, "n_needed": n_needed, "detail": detail}
@@ -339,10 +410,9 @@ def _inconclusive(open_pairs: list[_Pair], m_pairs: int, alpha: float, design: D
         if p.state == "untestable" or not explain:
             info.append((math.inf, p, math.nan, None))
             continue
-        (_, _, vx), (_, _, vy) = p.x._log, p.y._log
-        se, df = _se_df(vx, p.x.n, vy, p.y.n)
+        se, df = p.se_df()
         mde = math.expm1(_mde(se, df, level, design.power))
-        need = _needed(p.x, p.y, p.effect, bound, level, design)
+        need = _needed(p, bound, level, design)
         info.append((need if need is not None else design.n_max + 1, p, mde, need))
     _, pick, mde, need = max(info, key=lambda t: (t[0], -open_pairs.index(t[1])))
     if pick.state == "untestable":
@@ -370,10 +440,10 @@ def _detail(pairs: list[_Pair]) -> str:
 
 
 def _tested(samples: Mapping[Hashable, Sample], pairs: Sequence[tuple], sep: str, bound: float,
-            kind: str) -> list[_Pair]:
+            kind: str, paired: bool = False) -> list[_Pair]:
     """The claim's distinct pairs, tested and Holm-adjusted (a level without a sample has ``n = 0``)."""
     empty = Sample(np.array([]))
-    out = [_pair(f"{a}{sep}{b}", samples.get(a, empty), samples.get(b, empty), bound, kind, (a, b))
+    out = [_pair(f"{a}{sep}{b}", samples.get(a, empty), samples.get(b, empty), bound, kind, (a, b), paired)
            for a, b in dict.fromkeys(pairs)]
     _adjust(out)
     return out
@@ -399,7 +469,7 @@ def _holds_or_open(pairs: list[_Pair], holds: tuple[str, str, str], what: str, a
 
 
 def order_claim(samples: Mapping[Hashable, Sample], chains: Sequence[Sequence[Any]], design: Design = Design(),
-                alpha: Optional[float] = None, explain: bool = True) -> dict:
+                alpha: Optional[float] = None, explain: bool = True, paired: bool = False) -> dict:
     """Judge "each chain is in decreasing order" (``[[X, Y, Z]]``: X > Y > Z; adjacent pairs tested).
 
     Parameters
@@ -412,6 +482,9 @@ def order_claim(samples: Mapping[Hashable, Sample], chains: Sequence[Sequence[An
         Margins, power, ``n_max``; ``design.alpha`` unless ``alpha`` is given (a sequential look's level).
     explain : bool
         False: an inconclusive verdict without ``mde`` / ``n_needed`` (a sequential look's replay).
+    paired : bool
+        The levels were measured repetition by repetition side by side: each pair is judged on its
+        per-repetition log-ratios (:func:`paired_log_ratios`, ``n`` = the repetitions both sides have).
 
     Returns
     -------
@@ -425,7 +498,7 @@ def order_claim(samples: Mapping[Hashable, Sample], chains: Sequence[Sequence[An
     """
     alpha = design.alpha if alpha is None else alpha
     bound = math.log1p(design.order_margin)
-    pairs = _tested(samples, [(hi, lo) for c in chains for hi, lo in zip(c, c[1:])], " > ", bound, "order")
+    pairs = _tested(samples, [(hi, lo) for c in chains for hi, lo in zip(c, c[1:])], " > ", bound, "order", paired)
     for p in pairs:
         if p.n < 2:
             continue
@@ -456,16 +529,16 @@ def order_claim(samples: Mapping[Hashable, Sample], chains: Sequence[Sequence[An
 
 
 def equality_claim(samples: Mapping[Hashable, Sample], pairs: Sequence[tuple[Any, Any]], design: Design = Design(),
-                   alpha: Optional[float] = None, explain: bool = True) -> dict:
+                   alpha: Optional[float] = None, explain: bool = True, paired: bool = False) -> dict:
     """Judge "each pair is about equal": ratio within ``[1/(1+m), 1+m]``, ``m`` = :attr:`Design.equivalence_margin`.
 
     *holds*: every pair shown inside (TOST); *contradicted*: some pair shown outside (one-sided
     Welch tests beyond each bound, the smaller doubled); Holm over all of them. Pairs are
-    ``(a, b)``, labelled ``"a ~ b"``; the returned dict is :func:`order_claim`'s.
+    ``(a, b)``, labelled ``"a ~ b"``; ``paired`` and the returned dict are :func:`order_claim`'s.
     """
     alpha = design.alpha if alpha is None else alpha
     bound = math.log1p(design.equivalence_margin)
-    ps = _tested(samples, [tuple(p) for p in pairs], " ~ ", bound, "equality")
+    ps = _tested(samples, [tuple(p) for p in pairs], " ~ ", bound, "equality", paired)
     for p in ps:
         if p.n >= 2:
             p.state = ("equivalent" if p.adjusted["equivalent"] < alpha else
@@ -485,16 +558,16 @@ def equality_claim(samples: Mapping[Hashable, Sample], pairs: Sequence[tuple[Any
 # sequential looks (adaptive repetitions)
 # ---------------------------------------------------------------------------
 def _judge(kind: str, samples: Mapping[Hashable, Sample], spec: Sequence, design: Design, alpha: float,
-           explain: bool) -> dict:
+           explain: bool, paired: bool = False) -> dict:
     if kind == "order":
-        return order_claim(samples, spec, design, alpha, explain)
+        return order_claim(samples, spec, design, alpha, explain, paired)
     if kind == "equality":
-        return equality_claim(samples, spec, design, alpha, explain)
+        return equality_claim(samples, spec, design, alpha, explain, paired)
     raise ValueError(f"claims: kind must be 'order' or 'equality', got {kind!r}")
 
 
 def sequential_verdict(kind: str, samples: Mapping[Hashable, Sample], spec: Sequence, plan: Plan,
-                       design: Design = Design(), explain: bool = True) -> dict:
+                       design: Design = Design(), explain: bool = True, paired: bool = False) -> dict:
     """The verdict of a claim measured with planned looks (:class:`Plan`), replaying the looks.
 
     Look ``k`` judges the first ``n_k`` repetitions of each configuration at
@@ -505,18 +578,20 @@ def sequential_verdict(kind: str, samples: Mapping[Hashable, Sample], spec: Sequ
     it reads, so the spending bound holds as for complete looks. The
     result is :func:`order_claim`'s dict plus ``look`` (0-based; the last look taken when undecided)
     and ``alpha_look`` (its level). A fixed-n run (one look) is judged at the full alpha, exactly as
-    :func:`order_claim` / :func:`equality_claim`. ``explain``: as theirs, for the look returned.
+    :func:`order_claim` / :func:`equality_claim`. ``explain``: as theirs, for the look returned;
+    ``paired``: as theirs.
     """
     levels = list(dict.fromkeys(v for s in spec for v in s))
     have = max((samples[v].n if v in samples else 0) for v in levels) if levels else 0
     looks = plan.looks()
     if len(looks) == 1:  # a fixed-n run: every repetition, the full alpha
-        return {**_judge(kind, samples, spec, design, design.alpha, explain), "look": 0, "alpha_look": design.alpha}
+        return {**_judge(kind, samples, spec, design, design.alpha, explain, paired), "look": 0,
+                "alpha_look": design.alpha}
     last = max([0] + [k for k, n_k in enumerate(looks) if n_k <= have])
     for k in range(last + 1):
         a_k = plan.alpha_at(k, design.alpha)
         out = _judge(kind, {v: s.head(looks[k]) for v, s in samples.items()}, spec, design, a_k,
-                     explain and k == last)
+                     explain and k == last, paired)
         if out["verdict"] in ("holds", "contradicted", "not testable") or k == last:
             return {**out, "look": k, "alpha_look": a_k}
 
@@ -534,8 +609,9 @@ def plan_more(claims: Sequence[tuple[str, Sequence]], samples: Mapping[Hashable,
 
     Parameters
     ----------
-    claims : list of (kind, spec)
-        ``("order", chains)`` or ``("equality", pairs)``; levels are configuration keys.
+    claims : list of (kind, spec) or (kind, spec, paired)
+        ``("order", chains)`` or ``("equality", pairs)``; levels are configuration keys; ``paired``
+        (default False) as :func:`sequential_verdict`'s.
     samples : mapping
         Configuration -> :class:`Sample` measured so far.
     plan : Plan
@@ -554,8 +630,9 @@ def plan_more(claims: Sequence[tuple[str, Sequence]], samples: Mapping[Hashable,
     """
     want: dict = {}
     looks = plan.looks()
-    for kind, spec in claims:
-        v = sequential_verdict(kind, samples, spec, plan, design, explain=give_up_above is not None)
+    for kind, spec, *paired in claims:
+        v = sequential_verdict(kind, samples, spec, plan, design, explain=give_up_above is not None,
+                               paired=bool(paired and paired[0]))
         if v["verdict"] in ("holds", "contradicted", "not testable") or v["look"] + 1 >= len(looks):
             continue
         open_pairs = v.get("open") or [(tuple(pair), "undecided", None) for pair in _pairs_of(kind, spec)]

@@ -40,7 +40,8 @@ class ClaimSpec:
     label) whose levels the chains name; ``fixed`` the other labels of the condition, as
     ``((label, value), ...)``; ``value`` the rate compared (a column of the analysis' frame);
     ``if_measured``: the analysis leaves the row out when none of its levels was measured (another
-    claim's rows already say why).
+    claim's rows already say why); ``paired``: its levels are measured in one lab, one right after the
+    other, repetition by repetition, so it is judged on per-repetition ratios (:func:`nfvlab.claims.order_claim`).
     """
 
     claim: str
@@ -51,6 +52,7 @@ class ClaimSpec:
     fixed: tuple
     value: str
     if_measured: bool = False
+    paired: bool = False
 
     @property
     def where(self) -> dict:
@@ -70,14 +72,14 @@ class ClaimSpec:
         """The configuration key of ``level``: :func:`config_key` of the fixed labels and ``by = level``."""
         return config_key({**self.where, self.by: level})
 
-    def spec(self, present=None) -> Optional[tuple[str, list]]:
-        """``(kind, chains)`` with levels as configuration keys: a claim as :func:`nfvlab.claims.plan_more`
-        reads it. ``present``: the configurations measured; the claim is then restricted to its
+    def spec(self, present=None) -> Optional[tuple[str, list, bool]]:
+        """``(kind, chains, paired)`` with levels as configuration keys: a claim as
+        :func:`nfvlab.claims.plan_more` reads it. ``present``: the configurations measured; the claim is then restricted to its
         testable part (:func:`testable_part`, as the analysis judges it); None when nothing is left."""
         chains = [[self.config(v) for v in c] for c in self.chains]
         if present is not None:
             chains = [list(c) for c in testable_part(chains, {x for c in chains for x in c if x not in present})]
-        return (self.kind, chains) if chains else None
+        return (self.kind, chains, self.paired) if chains else None
 
 
 #: Labels in the order a configuration key lists them: what a lab is built for first (the adaptive
@@ -139,9 +141,9 @@ def compared_pairs(specs: Sequence[ClaimSpec], present=None) -> list[ComparedPai
     return [ComparedPair(a, b, family[(a, b)], tuple(named[(a, b)])) for a, b in family]
 
 
-def _spec(claim, condition, kind, by, chains, value, if_measured=False, **fixed) -> ClaimSpec:
+def _spec(claim, condition, kind, by, chains, value, if_measured=False, paired=False, **fixed) -> ClaimSpec:
     return ClaimSpec(claim, condition, kind, by, tuple(tuple(c) for c in chains), tuple(fixed.items()), value,
-                     if_measured)
+                     if_measured, paired)
 
 
 # ---------------------------------------------------------------------------
@@ -162,6 +164,9 @@ def cni_claims(tcp_paths: Sequence, tcp_directions: Sequence, tcp_mtus: Sequence
     5. Node to pod beats pod to pod: TCP node-pod > pod-pod per path and MTU.
     6. Host to pod ~ host to service for small files (requests/s at the smallest file size, per
        MTU), and host to pod > host to service for large files at large MTU (largest file, largest MTU).
+
+    Claims 5 and 6 compare directions of one lab, measured side by side in each repetition
+    (:func:`nfvlab.scenario.cni.paired_order`): ``paired``.
 
     The arguments are the levels present (the analysis: those of its tables; the runner: the
     params' grid); ``tcp_mtus`` in the tables' order, ``http_mtus`` and ``file_sizes`` sorted.
@@ -184,20 +189,21 @@ def cni_claims(tcp_paths: Sequence, tcp_directions: Sequence, tcp_mtus: Sequence
                     [["ipip", "vxlan"]], "goodput_gbps", protocol="tcp", direction=d, link_mtu_bytes=mtu)
     for p, mtu in itertools.product(tcp_paths, mtus):
         yield _spec("node to pod beats pod to pod (TCP goodput)", f"{p}, link MTU {mtu} B", "order", "direction",
-                    [["node-pod", "pod-pod"]], "goodput_gbps", True, protocol="tcp", data_path=p, link_mtu_bytes=mtu)
+                    [["node-pod", "pod-pod"]], "goodput_gbps", True, True, protocol="tcp", data_path=p,
+                    link_mtu_bytes=mtu)
     sizes, http_mtus = list(file_sizes), list(http_mtus)
     for p in http_paths:
         if sizes:
             for mtu in http_mtus:
                 yield _spec("host to pod ~ host to service for small files (HTTP requests/s)",
                             f"{p}, link MTU {mtu} B, {sizes[0]} B files", "equality", "direction",
-                            [("host-pod", "host-service")], "requests_per_s", True,
+                            [("host-pod", "host-service")], "requests_per_s", True, True,
                             protocol="http", data_path=p, link_mtu_bytes=mtu, file_bytes=sizes[0])
         if len(sizes) > 1 and http_mtus:
             mtu = http_mtus[-1]
             yield _spec("host to pod beats host to service for large files at large MTU (HTTP requests/s)",
                         f"{p}, link MTU {mtu} B, {sizes[-1]} B files", "order", "direction",
-                        [["host-pod", "host-service"]], "requests_per_s", True,
+                        [["host-pod", "host-service"]], "requests_per_s", True, True,
                         protocol="http", data_path=p, link_mtu_bytes=mtu, file_bytes=sizes[-1])
 
 

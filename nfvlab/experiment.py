@@ -34,7 +34,7 @@ from nfvlab.params import CniExperimentParams, ExperimentParams
 from nfvlab.measuring_code import fingerprint  # the resume fingerprint: params and the lab's measuring code
 from nfvlab.records import RecordWriter, archive_earlier_runs, read_records
 from nfvlab.scenario import DensityCell, Resources, Scenario
-from nfvlab.scenario.cni import CniScenario, Step, step_labels, steps
+from nfvlab.scenario.cni import CniScenario, Step, paired_order, step_labels, steps
 from nfvlab.search import SearchError
 from nfvlab.system.host import host_speed_s, speed_variation
 from nfvlab.system.hostlock import HostLock
@@ -278,7 +278,9 @@ def run_tools(params: CniExperimentParams, records: Union[str, Path], *, backend
     One lab per (path, MTU) (:class:`~nfvlab.scenario.cni.CniScenario`, opened through the
     backend: the embedded :class:`~nfvlab.labs.embedded.cni.CniLab`), reused for every
     repetition, TCP direction (iperf3) and HTTP direction x file size (nginx in node2's pod, wrk
-    as the client): :func:`nfvlab.scenario.cni.steps`, :func:`nfvlab.traffic.tcp.run_step`.
+    as the client): :func:`nfvlab.scenario.cni.steps`, :func:`nfvlab.traffic.tcp.run_step`, in
+    :func:`nfvlab.scenario.cni.paired_order` (the directions a claim compares side by side, in
+    counterbalanced order drawn from the run id).
 
     Records: the ``run`` record (params with ``fingerprint``, ``source``; provenance ``lab``: the
     backend's facts and the tools' versions), one ``measurement`` per tool run (labels:
@@ -309,7 +311,8 @@ def run_tools(params: CniExperimentParams, records: Union[str, Path], *, backend
                 if why[sc]:
                     rec.note(f"not realizable: {why[sc][0]}", kind="not-realizable", **sc.labels())
         done = previous.done if previous else set()
-        plan = [(sc, [s for s in steps(params.grid) if unit_key(step_labels(sc, s)) not in done]) for sc in runnable]
+        plan = [(sc, paired_order([s for s in steps(params.grid) if unit_key(step_labels(sc, s)) not in done],
+                                  rec.run_id)) for sc in runnable]
         total = len(runnable) * len(steps(params.grid))
         bar = Progress(params.experiment, sum(len(todo) for _, todo in plan), enabled=progress, count_trials=False)
         bar.note(f"{len(runnable)} of {len(grid)} (data path, MTU) realizable on this {backend.kind} lab, "
@@ -451,7 +454,8 @@ def _resolution(params: Union[ExperimentParams, CniExperimentParams]) -> float:
 def adapt(params: Union[ExperimentParams, CniExperimentParams], configs: Iterable[str],
           recorded: dict[str, dict[int, float]], measure_one: Callable[[adaptive.Added], float],
           clock: Callable[[], float] = time.monotonic, design: Optional[claims.Design] = None,
-          unit_seconds: Optional[float] = None) -> adaptive.Outcome:
+          unit_seconds: Optional[float] = None,
+          order: Optional[Callable[[list[adaptive.Added]], list[adaptive.Added]]] = None) -> adaptive.Outcome:
     """Adaptive repetitions (``params.adaptive``) of experiment E, B or C: :func:`nfvlab.adaptive.run` over
     its claims (:func:`_claims_of`), the plan ``Plan(first=repetitions, step, max_repetitions)`` and the
     ``seconds`` budget.
@@ -461,7 +465,8 @@ def adapt(params: Union[ExperimentParams, CniExperimentParams], configs: Iterabl
     repetition already recorded -- a resumed run -- is taken from it, never measured again: the
     driver is deterministic given the values); ``measure_one(added)``: measure and record one added
     repetition, return its rate; ``unit_seconds``: the estimated time of one (the fixed repetitions'
-    mean), which sizes the first look against the ``seconds`` budget.
+    mean), which sizes the first look against the ``seconds`` budget; ``order``: a look's order
+    (:func:`nfvlab.adaptive.run`).
     """
     ad = params.adaptive
     plan = claims.Plan(params.repetitions, ad.step, ad.max_repetitions)
@@ -475,14 +480,22 @@ def adapt(params: Union[ExperimentParams, CniExperimentParams], configs: Iterabl
 
     return adaptive.run(one, specs, initial, plan, {c: _resolution(params) for c in initial},
                         design or claims.current_design(), seconds=ad.seconds, clock=clock,
-                        unit_seconds=unit_seconds, give_up_above=ad.give_up_above)
+                        unit_seconds=unit_seconds, give_up_above=ad.give_up_above, order=order)
 
 
 def _adapt_tools(params: CniExperimentParams, backend, runnable: list[CniScenario], records, rec: RecordWriter,
                  bar: Progress) -> None:
     """:func:`adapt` on the lab: each added repetition a tool run with ``repetition`` = its index and
-    labels ``added_look`` / ``added_reason``; the run's records end with an ``adaptive`` note."""
+    labels ``added_look`` / ``added_reason``; the run's records end with an ``adaptive`` note. A look's
+    runs go lab by lab, each lab's in :func:`nfvlab.scenario.cni.paired_order` (as the fixed repetitions)."""
     by_config = {cni_config(step_labels(sc, s)): (sc, s[1:]) for sc in runnable for s in steps(params.grid)}
+
+    def order(todo: list[adaptive.Added]) -> list[adaptive.Added]:
+        labs = list(dict.fromkeys(by_config[a.config][0] for a in todo))
+        step = {(by_config[a.config][0], (a.repetition, *by_config[a.config][1])): a for a in todo}
+        return [step[(sc, s)] for sc in labs
+                for s in paired_order([s for lab, s in step if lab == sc], rec.run_id)]
+
     _adaptive_start(params, bar)
     with ExitStack() as stack:
         open_ = {}  # the lab open now: {"scenario", "lab", "at", "nginx"}
@@ -503,7 +516,7 @@ def _adapt_tools(params: CniExperimentParams, backend, runnable: list[CniScenari
                              bar, _added_labels(added))
 
         out = adapt(params, by_config, tool_values(read_records(records), rec.run_id), measure_one,
-                    unit_seconds=bar.unit_seconds())
+                    unit_seconds=bar.unit_seconds(), order=order)
     _adaptive_end(out, rec, bar)
 
 

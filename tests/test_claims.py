@@ -155,3 +155,64 @@ def test_plan_more_names_the_configurations_of_undecided_claims_only():
     assert set(want) == {"a", "b"} and want["a"][0] == 5 and "a > b undecided" in want["a"][1]
     assert plan_more([("order", [["c", "d"]])], s, Plan(3, 2, 9)) == {}
     assert plan_more([("order", [["a", "b"]])], s, Plan(3, 1, 3)) == {}  # no look left
+
+
+# ---------------------------------------------------------------------------
+# paired claims: per-repetition log-ratios (experiment E's directions of one lab)
+# ---------------------------------------------------------------------------
+def K(values, keys, w=0.0):
+    return Sample(np.array(values, dtype=float), w, np.array(keys))
+
+
+def test_a_paired_pair_is_scipys_paired_t_on_the_logs_of_the_repetitions_both_sides_have():
+    # y's repetitions come in another order and x lacks repetition 4: pairs are matched by key
+    x = K([110.0, 130.0, 90.0, 121.0], [0, 1, 2, 3])
+    y = K([80.0, 101.0, 118.0, 100.0, 50.0], [2, 0, 1, 3, 4])
+    lx, ly = np.log([110.0, 130.0, 90.0, 121.0]), np.log([101.0, 118.0, 80.0, 100.0])
+    assert list(claims.paired_log_ratios(x, y)) == pytest.approx(list(lx - ly))
+    want = st.ttest_rel(lx, ly).pvalue
+    r = order_claim({"x": x, "y": y}, [["x", "y"]], paired=True)
+    assert f"p_different = {want:.3g}" in r["detail"] and r["n"] == 4
+    assert r["test"] == claims.PAIRED_TEST_NAME
+    assert r["effect_size"] == pytest.approx(math.exp((lx - ly).mean()) - 1)
+    # TOST within +-10 %: the larger of the two one-sided paired tests
+    b = math.log(1.1)
+    tost = max(st.ttest_1samp(lx - ly, -b, alternative="greater").pvalue,
+               st.ttest_1samp(lx - ly, b, alternative="less").pvalue)
+    e = equality_claim({"x": x, "y": y}, [("x", "y")], Design(equivalence_margin=0.10), paired=True)
+    assert f"p_equivalent = {tost:.3g}" in e["detail"]
+
+
+def test_a_nan_value_is_dropped_with_its_key_and_head_keeps_the_keys():
+    s = K([1.0, float("nan"), 3.0, 4.0], [0, 1, 2, 3])
+    assert list(s.keys) == [0, 2, 3] and list(s.head(2).keys) == [0, 2]
+    with pytest.raises(ValueError, match="3 keys for 4 values"):
+        K([1.0, 2.0, 3.0, 4.0], [0, 1, 2])
+
+
+def test_pairing_decides_what_a_shared_spell_hides_from_welch():
+    """Known statistics: each repetition's host speed (lognormal, SD 0.3 on the log scale) hits both
+    configurations alike; x is 10 % above y, each with its own noise of SD 0.02. Unpaired, the spell is
+    noise (Welch cannot tell); paired, it cancels and the ratio is found within its interval."""
+    rng = np.random.default_rng(7)
+    spell = rng.normal(0.0, 0.3, 6)
+    x = np.exp(math.log(110.0) + spell + rng.normal(0, 0.02, 6))
+    y = np.exp(math.log(100.0) + spell + rng.normal(0, 0.02, 6))
+    keys = np.arange(6)
+    unpaired = order_claim({"x": Sample(x), "y": Sample(y)}, [["x", "y"]])
+    paired = order_claim({"x": Sample(x, 0.0, keys), "y": Sample(y, 0.0, keys)}, [["x", "y"]], paired=True)
+    assert unpaired["verdict"] == "inconclusive" and paired["verdict"] == "holds"
+    assert 0.05 < paired["effect_size"] < 0.15  # 10 % +- a few standard errors of 0.028 / sqrt(6)
+    # the repetitions needed follow the paired spread: an undecided paired pair asks for few
+    few = order_claim({"x": Sample(x[:2], 0.0, keys[:2]), "y": Sample(y[:2], 0.0, keys[:2])}, [["x", "y"]],
+                      paired=True)
+    assert few["verdict"] == "inconclusive" and few["n_needed"] is not None and few["n_needed"] <= 6
+    assert unpaired["n_needed"] is None or unpaired["n_needed"] > 6
+
+
+def test_plan_more_reads_a_paired_claim_as_paired():
+    keys = np.arange(3)
+    s = {"a": Sample(np.array([100.0, 150.0, 80.0]), 0.0, keys), "b": Sample(np.array([90.0, 136.0, 73.0]), 0.0, keys)}
+    plan = Plan(3, 2, 9)
+    assert set(plan_more([("order", [["a", "b"]])], s, plan)) == {"a", "b"}  # unpaired: undecided, more wanted
+    assert plan_more([("order", [["a", "b"]], True)], s, plan) == {}  # paired: +10 % each time, decided

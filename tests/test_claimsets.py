@@ -43,10 +43,21 @@ def test_a_claim_is_restricted_to_its_testable_part_as_the_analysis_judges_it():
     spec = next(s for s in claimsets.cni_claims_of(_quick_e()) if s.claim.startswith("direct routing"))
     direct, vxlan = spec.config("direct"), spec.config("vxlan")
     # ipip not measured: direct > vxlan is what is left (the analysis' "testable part")
-    assert spec.spec(present={direct, vxlan}) == ("order", [[direct, vxlan]])
+    # two labs measured apart: not paired
+    assert spec.spec(present={direct, vxlan}) == ("order", [[direct, vxlan]], False)
     assert spec.spec(present={direct}) is None
     assert spec.spec()[1] == [[direct, vxlan], [direct, spec.config("ipip")]]
     assert claimsets.testable_part([["a", "b", "c"], ["a", "c"]], {"b"}) == [("a", "c")]
+
+
+def test_only_the_claims_comparing_directions_of_one_lab_are_paired():
+    specs = claimsets.cni_claims_of(_quick_e())
+    paired = {s.claim for s in specs if s.paired}
+    assert paired == {"node to pod beats pod to pod (TCP goodput)",
+                      "host to pod ~ host to service for small files (HTTP requests/s)",
+                      "host to pod beats host to service for large files at large MTU (HTTP requests/s)"}
+    assert all(s.by == "direction" for s in specs if s.paired)
+    assert all(s.by != "direction" for s in specs if not s.paired)
 
 
 def test_tool_rate_is_the_column_the_analysis_compares():

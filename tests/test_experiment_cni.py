@@ -395,3 +395,10 @@ def test_an_adaptive_run_adds_labelled_repetitions_within_its_plan_and_ends_with
     assert recs[0]["params"]["adaptive"] == {"max_repetitions": 3, "step": 1, "seconds": 30.0}
     assert analysis.plan_of(records) == X.claims.Plan(2, 1, 3)
     assert "e-test: adaptive repetitions: stopped: " in capsys.readouterr().out
+    # the paired claim's two directions side by side in every repetition, added ones included
+    # (scenario.cni.paired_order), repetitions 0 and 1 in opposite orders
+    meas = [r["labels"] for r in recs if r["type"] == "measurement"]
+    pairs = [meas[i:i + 2] for i in range(0, len(meas), 2)]
+    assert all(a["repetition"] == b["repetition"] and {a["direction"], b["direction"]} == {"host-pod", "host-service"}
+               for a, b in pairs)
+    assert pairs[0][0]["direction"] != pairs[1][0]["direction"]

@@ -73,3 +73,46 @@ def test_grid_from_params_mapping_names_the_source_and_field():
     assert "params.yaml: tunel: unknown key" in one_line_error(CniGrid.from_dict, {"tunel": 1},
                                                                  source="params.yaml")
     assert "wrk.thread: unknown key" in one_line_error(CniGrid.from_dict, {"wrk": {"thread": 5}})
+
+
+# ---------------------------------------------------------------------------
+# paired_order: the directions a claim compares, side by side and counterbalanced
+# ---------------------------------------------------------------------------
+def _grid(reps=4):
+    from nfvlab.scenario.cni import steps
+    g = CniGrid.from_dict({"data_paths": ["direct"], "link_mtus_bytes": [1500],
+                             "tcp_directions": ["node-pod", "pod-pod"], "http_directions": ["host-pod", "host-service"],
+                             "repetitions": reps, "wrk": {"file_bytes": [1000, 1000000]}}, source="e.yaml")
+    return steps(g)
+
+
+def test_paired_order_puts_the_compared_directions_next_to_each_other_in_every_repetition():
+    from nfvlab.scenario.cni import paired_order
+    all_steps = _grid()
+    got = paired_order(all_steps, "run-1")
+    assert sorted(got) == sorted(all_steps)  # a reordering, nothing lost or added
+    assert [s[0] for s in got] == sorted(s[0] for s in got)  # repetition by repetition
+    for i in range(0, len(got), 2):  # each (protocol, size) pair adjacent: the two directions
+        a, b = got[i], got[i + 1]
+        assert (a[0], a[1], a[3]) == (b[0], b[1], b[3]) and a[2] != b[2]
+
+
+def test_paired_order_is_counterbalanced_in_blocks_of_two_repetitions_and_reproducible_from_its_seed():
+    from nfvlab.scenario.cni import paired_order
+    all_steps = _grid(reps=8)
+
+    def firsts(seed):  # (repetition, protocol, size) -> the direction measured first
+        got = paired_order(all_steps, seed)
+        return {(s[0], s[1], s[3]): s[2] for s in got[::2]}
+
+    f = firsts("run-1")
+    for (rep, proto, size), first in f.items():
+        if rep % 2 == 0:  # the block's second repetition runs the other way round
+            assert f[(rep + 1, proto, size)] != first
+    assert firsts("run-1") == f  # the run id fixes the order (a resumed run keeps it)
+    orientations = {seed: tuple(f2[(r, "tcp", None)] for r in (0, 2, 4, 6))
+                    for seed in ("a", "b", "c", "d", "e", "f") for f2 in [firsts(seed)]}
+    assert len(set(orientations.values())) > 1  # drawn, not fixed
+    # resuming with part of the steps done keeps the remaining steps' relative order
+    rest = [s for s in all_steps if s[0] >= 3]
+    assert paired_order(rest, "run-1") == [s for s in paired_order(all_steps, "run-1") if s[0] >= 3]

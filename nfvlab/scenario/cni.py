@@ -10,7 +10,8 @@ is allowed, so bad input is refused before anything is created.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import random
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "ROLES",
     "Step",
     "WrkParams",
+    "paired_order",
     "step_labels",
     "steps",
 ]
@@ -241,6 +243,28 @@ def steps(grid: CniGrid) -> list[Step]:
         out += [(rep, "tcp", d, None) for d in grid.tcp_directions]
         out += [(rep, "http", d, size) for d in grid.http_directions for size in grid.wrk.file_bytes]
     return out
+
+
+def paired_order(todo: Sequence[Step], seed: str) -> list[Step]:
+    """``todo`` (one lab's tool runs) in the order they are measured: repetition by repetition; in each,
+    TCP, then HTTP file size by file size; the directions of a protocol (and size) one right after the
+    other, so that the claims comparing them (node-pod / pod-pod, host-pod / host-service) see the host
+    in the same spell of speed.
+
+    Counterbalanced: repetitions ``2k`` and ``2k + 1`` form a block whose directions run ``AB BA`` or
+    ``BA AB`` (drawn from ``seed`` and ``k``: the run id makes it reproducible, resume included), so an
+    advantage of going first or second cancels over a block and no direction is always first.
+    """
+    def flipped(rep: int) -> bool:
+        return (random.Random(f"{seed}:{rep // 2}").random() < 0.5) != bool(rep % 2)
+
+    def rank(step: Step) -> tuple:
+        rep, proto, direction, size = step
+        order = (TCP_DIRECTIONS if proto == "tcp" else HTTP_DIRECTIONS)
+        pos = order.index(direction) if direction in order else len(order)
+        return (rep, proto != "tcp", size or 0, -pos if flipped(rep) else pos)
+
+    return sorted(todo, key=rank)
 
 
 def step_labels(scenario: CniScenario, step: Step) -> dict:
