@@ -26,8 +26,9 @@ class PairedParams(_Strict):
     7-10 % of their NDR at 1.1-1.2 x it: docs/methodology.md, "Paired comparisons"). ``common``: four
     trials (ABBA or BAAB), both arms offered one load, ``common_load`` x the highest NDR either arm's
     searches reached (RFC 2285's forwarding rate at a given offered load); the figure their forwarding
-    rates' paired log-ratio. No arm is pushed past a capacity it has shown, and the arm that
-    forwards less at that load is the weaker whatever its own NDR search said."""
+    rates' paired log-ratio. The weaker arm is offered more than its own NDR (it may lose frames there),
+    so the figure compares what each forwards at the better arm's capacity: the arm that forwards less
+    at that load is the weaker whatever its own NDR search said."""
     span: float = Field(default=2.0, gt=1.05, le=10.0)
     """``ndr``: each block's searches start at ``span`` x the arm's NDR (down to ``search.min_rate_pps``)."""
     relative_width: float = Field(default=0.04, gt=0, lt=0.5)
