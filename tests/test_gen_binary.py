@@ -517,8 +517,14 @@ def test_a_stall_slips_the_schedule_instead_of_a_catch_up_burst(gen, count, pair
 
 def test_a_stall_beyond_the_slip_budget_is_never_caught_up_in_a_burst(gen, count, pair, spawn):
     """A stall longer than the slip budget (1 % of the duration): no catch-up burst (no send of
-    more than ``burst`` frames); the schedule slips by the whole lag, what is not sent by the end
-    of the window is unsent, and the trial is invalid through the generator's fault."""
+    more than ``burst`` frames); the schedule slips by the whole lag and what is not sent by the end
+    of the window is unsent.
+
+    Whose the unsent frames are is not asserted here: a SIGSTOP that lands inside a pass (a send
+    call) is counted as the kernel holding the sender back, by design (nfvlab_gen_pacing.c,
+    Stalls), and where it lands is the host's timing (seen once in CI: slip_own_s 0.0; in 0 of
+    30 runs here: the loop spends little of its time inside passes). The attribution is tested
+    with the injected stall, which always falls between passes: test_gen_stalls.test_after_an_injected_stall_no_send_exceeds_a_burst_and_the_unsent_are_the_generators."""
     a, b = pair
     out = stalled_trial(spawn, gen, count, a, b, 0.05)  # invalid by design: nothing for the host to spoil
     (s,) = out["streams"]
@@ -526,9 +532,7 @@ def test_a_stall_beyond_the_slip_budget_is_never_caught_up_in_a_burst(gen, count
     assert s["sent"] + s["unsent"] == s["intended"] == 20000 and s["send_errors"] == 0, s
     assert s["received"] == s["sent"], s  # nothing the pair lost: the unsent frames are not loss ...
     assert s["unsent"] >= 0.9 * (0.05 - 0.01) * 20000, s  # ... the stop less the budget, never sent
-    assert s["slip_own_s"] >= 0.045 and s["slip_s"] >= s["slip_own_s"], s
-    fault = schedule(out).fault
-    assert fault is not None and fault.startswith("generator "), fault  # the generator's, not the DUT's
+    assert s["slip_s"] >= 0.045 and s["slip_own_s"] <= s["slip_s"], s  # the whole lag slipped
 
 
 def test_interrupt_prints_json_and_exits_130(gen, pair, spawn):
