@@ -244,6 +244,17 @@ def until_unspoiled(attempt, spoiled, *, tries: int = 8, what: str = "trial", sp
                 pytrace=False)
 
 
+def failed_searches(records) -> Optional[str]:
+    """Why a run's searches failed, from its ``search-failed`` notes (every repeat of a trial invalid,
+    or even the minimum rate lost frames: a DUT starved of its shared CPU in a slow spell), or None.
+    A run whose every try fails so still fails its test (:func:`until_unspoiled`)."""
+    from nfvlab.records import read_records
+
+    texts = [r["text"] for r in read_records(records)
+             if r["type"] == "note" and (r.get("labels") or {}).get("kind") == "search-failed"]
+    return "; ".join(texts) or None
+
+
 def barely_sent(result) -> Optional[str]:
     """Why ``result`` (a :class:`nfvlab.trial.TrialResult`) says too little of the DUT: the host held
     the generator up until it sent under half its frames in some direction; else None. Its counts

@@ -179,7 +179,7 @@ def test_search_on_external_ports_prints_ndr_json(clean_host, external_dut):
     pa, pb, capacity = external_dut
     out = nfvlab_cli("search", "--port", pa, "--port", pb, "--frame-size", "64", "--goal", "ndr",
                      "--method", "rfc2544", "--max-rate-pps", str(2 * capacity), "--min-rate-pps", "2000",
-                     "--relative-width", "0.01", "--duration-s", "0.5", "--json", check=True, timeout=180)
+                     "--relative-width", "0.01", "--duration-s", "0.5", "--json", check=True, timeout=540)
     d = json.loads(out.stdout)
     # The JSON lists every trial; invalid ones (the generator off schedule) are counted apart.
     valid = [t for t in d["trials"] if t["valid"]]

@@ -45,25 +45,26 @@ def test_an_injected_stall_is_measured_and_makes_the_trial_invalid(gen, count, x
 
 @pytest.mark.parametrize("path", ["socket", "xdp"])
 def test_a_stall_that_outlasts_the_trial_is_counted_inside_its_window(gen, count, xdp, pair, path):
-    # 0.5 s at 20 kpps: the window ends at 0.5 s + the 5 ms budget. A 150 ms stall from 0.4 s ends
-    # after it: its 105 ms inside the window count (the frames due then are never sent), so the trial
+    # 1 s at 20 kpps: the window ends at 1 s + the 10 ms budget. A 400 ms stall from 0.8 s ends
+    # after it: its 210 ms inside the window count (the frames due then are never sent), so the trial
     # is invalid rather than a valid trial with the tail lost (seen: 3917 of 4000 sent, ruled valid).
     a, b = pair
     if path == "xdp":
         run("ip", "netns", "exec", b.ns, "ethtool", "-K", b.ifname, "gro", "on")  # veth NAPI for XDP frames
     # (probes on: on the XDP path the probe loop is what requests the injected stall)
-    out = run_gen(gen, "--duration-s", "0.5", "--latency-pps", "100", *count, *(xdp if path == "xdp" else []),
-                  "--inject-stall-ms", "150", "--inject-stall-at-s", "0.4", "--stream", stream(a, b, 20000))
+    out = run_gen(gen, "--duration-s", "1", "--latency-pps", "100", *count, *(xdp if path == "xdp" else []),
+                  "--inject-stall-ms", "400", "--inject-stall-at-s", "0.8", "--stream", stream(a, b, 20000))
     assert out["tx"] == path
-    assert out["slip_budget_s"] == pytest.approx(0.005)
-    # The injected stall's part inside the window (0.505 - 0.4 s) counts: a host that delayed the
-    # injection (inside a send, where no stall is counted) shortens it by that delay, hence the
-    # margin. No stall counts past the window.
-    assert out["stall_total_s"] >= 0.034 and out["stall_max_s"] <= 0.505, out
+    assert out["slip_budget_s"] == pytest.approx(0.01)
+    # The injected stall's part inside the window (1.01 - 0.8 s) counts: a host that delayed the
+    # injection (inside a send, where no stall is counted; on the XDP path the probe loop, which
+    # requests it, running late) shortens it by that delay, hence the margin of 110 ms, several of
+    # the host's stalls. No stall counts past the window.
+    assert out["stall_total_s"] >= 0.1 and out["stall_max_s"] <= 1.01, out
     (st,) = out["streams"]
     assert st["sent"] < st["intended"], st  # the tail due during the stall was not sent
     sched = schedule(out)
-    assert sched.fault is not None and "beyond the 5.0 ms its schedule absorbs" in sched.fault
+    assert sched.fault is not None and "beyond the 10.0 ms its schedule absorbs" in sched.fault
 
 
 def test_the_xdp_loops_softirq_gaps_are_short_and_an_injected_stall_is_never_one(gen, count, xdp, pair):

@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from conftest import NO_RESIDUE, REPO, check_exact, check_exact_trial, clean_trial, lab_residue
+from conftest import NO_RESIDUE, REPO, check_exact, check_exact_trial, clean_trial, interface_counters, lab_residue
 from nfvlab.labs.embedded import realize, state
 from nfvlab.scenario import catalogue
 from nfvlab.labs import LabError
@@ -131,6 +131,14 @@ def own_generator(proc) -> "psutil.Process | None":
     return None
 
 
+def _sending(tg_ns: str) -> bool:
+    """Whether the generator's namespace has sent frames (the trial is under way)."""
+    try:
+        return any(c["tx_packets"] > 0 for c in interface_counters(tg_ns, ["tg0"]).values())
+    except subprocess.CalledProcessError:  # not there yet
+        return False
+
+
 def test_kill9_during_a_trial_then_lab_clean_leaves_no_residue(clean_host, spawn, capsys):
     from nfvlab.cli import main
 
@@ -147,6 +155,10 @@ def test_kill9_during_a_trial_then_lab_clean_leaves_no_residue(clean_host, spawn
     if gen is None and p.poll() is None:
         p.send_signal(signal.SIGUSR1)  # the CLI prints its threads' stacks (faulthandler)
         time.sleep(1)
+    else:  # killed before it hands its generator the trial, the CLI would leave one that reads EOF and exits
+        lab_id = re.search(r"nfvl-([0-9a-f]{6})-", " ".join(gen.cmdline())).group(1)
+        while not _sending(f"nfvl-{lab_id}-tg") and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
     p.kill()  # SIGKILL: no teardown runs (nothing if it has exited)
     _, err = p.communicate()
     assert gen is not None, f"the trial never started its generator (exit {p.returncode}): {err.decode()[-4000:]}"

@@ -53,3 +53,29 @@ def test_processes_are_found_by_an_environment_marker_and_only_live_ones(spawn):
         time.sleep(0.01)
     found = {pid: (start, value) for pid, start, value in processes.with_environment("NFVLAB_TEST_MARK")}
     assert found == {live.pid: (_stat_ticks(live.pid), "abc123")}
+
+
+def test_a_group_is_alive_while_any_member_lives_and_kill_process_waits_for_all_of_it(spawn):
+    """A group whose leader dies at SIGTERM but whose child ignores it: the group stays alive after the
+    leader is gone, and stopping the leader's record (group=True) returns only once the child is gone
+    too (SIGKILL after the TERM wait), so a torn-down lab leaves no member behind."""
+    import subprocess
+
+    from nfvlab.labs.embedded import state
+
+    leader = spawn(["sh", "-c", "(trap '' TERM; echo up; exec sleep 60) & wait"], start_new_session=True,
+                   stdout=subprocess.PIPE, text=True)
+    try:
+        assert leader.stdout.readline().strip() == "up"  # the child runs (and ignores TERM from now on)
+        assert processes.group_alive(leader.pid)
+        rec = state.ProcessRecord(leader.pid, _stat_ticks(leader.pid), "sh", group=True)
+        assert state.kill_process(rec, timeout_s=1.0)
+        assert not processes.group_alive(leader.pid)
+    finally:  # whatever failed: no member left behind
+        try:
+            os.killpg(leader.pid, 9)
+        except ProcessLookupError:
+            pass
+    # a group of none: nothing alive, not even this test's own
+    assert not processes.group_alive(2 ** 22 + 7)
+    assert processes.group_alive(os.getpgid(0))

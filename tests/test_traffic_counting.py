@@ -322,11 +322,14 @@ def test_a_lossy_trial_behind_an_earlier_trials_backlog_is_invalid(bridge_dut):
         reason = barely_sent(first)
         if reason:
             return f"trial 1: {reason}"
+        left = first.directions[0].sent_packets - first.directions[0].received_packets
+        if left <= 100:  # trial 1 held up: too short a backlog to outlast the trial behind it
+            return f"trial 1 left only {left} frames queued"
         return None if behind.directions[0].stale_packets else "the backlog drained before the trial behind it"
 
     first, behind = until_unspoiled(attempt, spoiled, what="trial behind a backlog")
     left = first.directions[0].sent_packets - first.directions[0].received_packets  # ~700 queued: 1.4 s
-    assert left > 100 and backlog_fault(first.directions) is None
+    assert backlog_fault(first.directions) is None
     d = behind.directions[0]
     assert d.lost_packets > 0 and 0 < d.stale_packets <= left, d
     assert not behind.valid

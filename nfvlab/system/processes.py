@@ -46,6 +46,17 @@ def exited(pid: int, start_ticks: int) -> bool:
     return found is None or found[1] != start_ticks or found[0] == psutil.STATUS_ZOMBIE
 
 
+def group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` is still alive (a zombie has exited)."""
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                return True
+        except (ProcessLookupError, psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+    return False
+
+
 def with_environment(name: str) -> Iterator[tuple[int, int, str]]:
     """``(pid, start ticks, value)`` of every live process (not this one, no zombie) whose
     environment sets ``name``; processes that vanish or hide their environment are skipped."""

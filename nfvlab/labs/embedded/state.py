@@ -127,9 +127,15 @@ def signal_process(rec: ProcessRecord, sig: int) -> None:
 
 
 def kill_process(rec: ProcessRecord, timeout_s: float = 3.0) -> bool:
-    """Stop a process nfvlab started (only if pid and start time still match)."""
+    """Stop a process nfvlab started (only if pid and start time still match); one that leads a group,
+    with its group: done when no member is alive (the workers a leader forked, e.g. stress-ng's,
+    may outlive it by moments)."""
     if _exited(rec):
         return False
+
+    def gone() -> bool:
+        return _exited(rec) and not (rec.group and processes.group_alive(rec.pid))
+
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             signal_process(rec, sig)
@@ -139,10 +145,10 @@ def kill_process(rec: ProcessRecord, timeout_s: float = 3.0) -> bool:
             return True
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if _exited(rec):
+            if gone():
                 return True
             time.sleep(0.02)
-    return _exited(rec)
+    return gone()
 
 
 def marked_processes() -> dict[str, list[ProcessRecord]]:
