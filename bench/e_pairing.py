@@ -29,21 +29,34 @@ def pair_figures(records: str) -> list[dict]:
     ``unpaired_sd``, ``quotient``, ``r``."""
     m, _ = analysis_cni._inputs(records)
     latest = m[m["run_id"] == m["run_id"].iloc[-1]]
+    twins = latest[analysis_cni._twin(latest)]
+    control = claimsets.cni_control_claims(  # the A/A control's twin against its original, when measured
+        list(dict.fromkeys(zip(twins["data_path"], (int(v) for v in twins["link_mtu_bytes"])))),
+        None if twins.empty else (twins["protocol"].iloc[0], twins["direction"].iloc[0],
+                                  None if twins["protocol"].iloc[0] == "tcp" else int(twins["file_bytes"].iloc[0])))
     out = []
-    for spec in claimsets.cni_claims(*_levels(latest)):
+    for spec in [*claimsets.cni_claims(*_levels(latest[~analysis_cni._twin(latest)])), *control]:
         if not spec.paired:
             continue
         rows = analysis_cni._sel(latest[latest["protocol"] == spec.where["protocol"]],
                                  **{k: v for k, v in spec.where.items() if k != "protocol"})
+        if spec.by != "arm":
+            rows = rows[~analysis_cni._twin(rows)]
+
+        def level(v):  # the rows of level v (None: the rows without the label, as an A/A original)
+            col = rows[spec.by] if spec.by in rows.columns else None
+            hit = (col.isna() if v is None else col == v) if col is not None else [v is None] * len(rows)
+            return rows[hit].set_index("repetition")[spec.value]
+
         for a, b in (p for c in spec.chains for p in zip(c, c[1:])):
-            va = rows[rows[spec.by] == a].set_index("repetition")[spec.value]
-            vb = rows[rows[spec.by] == b].set_index("repetition")[spec.value]
+            va, vb = level(a), level(b)
             both = sorted(set(va.index) & set(vb.index))
             if len(both) < 3:
                 continue
             la, lb = np.log(va[both].to_numpy(float)), np.log(vb[both].to_numpy(float))
             paired, unpaired = float(np.std(la - lb, ddof=1)), float(np.sqrt(la.var(ddof=1) + lb.var(ddof=1)))
-            out.append({"condition": spec.condition, "pair": f"{a} / {b}", "n": len(both), "paired_sd": paired,
+            out.append({"condition": spec.condition, "pair": f"{a or 'original'} / {b}", "n": len(both),
+                        "paired_sd": paired,
                         "unpaired_sd": unpaired, "quotient": paired / unpaired,
                         "r": float(np.corrcoef(la, lb)[0, 1])})
     return out

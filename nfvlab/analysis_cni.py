@@ -25,6 +25,7 @@ from nfvlab import claimsets, results, stats
 from nfvlab.analysis import CLAIM_COLUMNS, THROUGHPUT_INTERVAL, claim_counts, claim_rows, plan_of
 from nfvlab.claims import Plan, current_design
 from nfvlab.plots.output import figure_style, new_figure, save_png
+from nfvlab.scenario.cni import TWIN
 
 PathLike = str | Path
 
@@ -177,6 +178,36 @@ def _sel(df: pd.DataFrame, **conditions) -> pd.DataFrame:
     return df
 
 
+def _twin(df: pd.DataFrame) -> np.ndarray:
+    """Which rows are an A/A control's twin runs (label ``arm: twin``): the control's claims rows read
+    them, no table nor other claim does."""
+    return (df["arm"] == TWIN).to_numpy(bool) if "arm" in df.columns else np.zeros(len(df), dtype=bool)
+
+
+def control_rows(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame, plan: Optional[Plan] = None) -> list[dict]:
+    """The claims rows of the A/A control (:func:`nfvlab.claimsets.cni_control_claims`), one per lab whose
+    records hold twin runs: the tool run against its twin, paired by repetition, TOST within the
+    design's ``equivalence_margin`` as E's other "about equal" claims. "contradicted" (a ratio shown
+    beyond the margin) is the design finding a difference where none exists."""
+    twins = m[_twin(m)]
+    if twins.empty:
+        return []
+    first = twins.iloc[0]
+    step = (first["protocol"], first["direction"], _int(first["file_bytes"]) if first["protocol"] == "http" else None)
+    labs = list(dict.fromkeys(zip(twins["data_path"], (_int(v) for v in twins["link_mtu_bytes"]))))
+    margin = current_design().equivalence_margin
+    rows: list[dict] = []
+    for spec in claimsets.cni_control_claims(labs, step):
+        where = {k: v for k, v in spec.where.items() if k != "protocol"}
+        data = _sel(m[m["protocol"] == spec.where["protocol"]], **where)
+        original = _status_map(tcp if spec.where["protocol"] == "tcp" else http, "direction", **where)
+        status = {None: original.get(spec.where["direction"], "not measured"),
+                  TWIN: "measured" if _twin(data).any() else "not measured"}
+        rows += claim_rows(spec.claim, f"{spec.condition}; margin +-{margin:.0%}", spec.chains, data, spec.by,
+                           status, kind="equality", value=spec.value, plan=plan, by_repetition=True)
+    return rows
+
+
 def claims(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame, plan: Optional[Plan] = None) -> pd.DataFrame:
     """The seed's claims (slides "Observation for TCP performance" and the HTTP ones), :data:`CLAIM_COLUMNS`.
 
@@ -194,10 +225,13 @@ def claims(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame, plan: Optiona
        and host to pod > host to service for large files at large MTU (largest file, largest MTU).
 
     Claims 5 and 6 compare two directions of one lab, measured side by side in each repetition in
-    counterbalanced order: they are judged on the per-repetition log-ratios (paired t).
+    counterbalanced order: they are judged on the per-repetition log-ratios (paired t). Then the A/A
+    control's rows (:func:`control_rows`); the control's twin runs enter no other claim.
 
     ``plan``: the planned looks of an adaptive run (:func:`plan_of`); None: a fixed-n run.
     """
+    control = control_rows(m, tcp, http, plan)
+    m = m[~_twin(m)]
     sizes = sorted(x for x in dict.fromkeys(http["file_bytes"]) if x is not None and not pd.isna(x))
     specs = claimsets.cni_claims(tcp_paths=dict.fromkeys(tcp["data_path"]),
                                  tcp_directions=dict.fromkeys(tcp["direction"]),
@@ -219,7 +253,7 @@ def claims(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame, plan: Optiona
             margin = current_design().equivalence_margin
             rows += claim_rows(spec.claim, f"{spec.condition}; margin +-{margin:.0%}", spec.chains, data, spec.by,
                                st_, kind="equality", value=spec.value, plan=plan, by_repetition=spec.paired)
-    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+    return pd.DataFrame(rows + control, columns=CLAIM_COLUMNS)
 
 
 def tables(records: PathLike) -> dict[str, pd.DataFrame]:
@@ -229,7 +263,8 @@ def tables(records: PathLike) -> dict[str, pd.DataFrame]:
     (:func:`not_realizable_table`), ``claims`` (:func:`claims`).
     """
     m, notes = _inputs(records)
-    tcp, http = tcp_table(m, notes), http_table(m, notes)
+    main = m[~_twin(m)]  # the A/A control's twins are in its claims rows only
+    tcp, http = tcp_table(main, notes[~_twin(notes)]), http_table(main, notes[~_twin(notes)])
     return {"tcp": tcp, "http": http, "not_realizable": not_realizable_table(notes),
             "claims": claims(m, tcp, http, plan_of(records))}
 

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
 
-__all__ = ["ClaimSpec", "ComparedPair", "chain_claims", "compared_pairs", "cni_claims", "cni_claims_of", "config_key", "key_labels", "level_key",
+__all__ = ["ClaimSpec", "ComparedPair", "chain_claims", "compared_pairs", "cni_claims", "cni_claims_of", "cni_control_claims", "config_key", "key_labels", "level_key",
            "model_claims", "pinning_numa_claims", "search_claims_of", "testable_part", "tool_rate"]
 
 
@@ -69,8 +69,10 @@ class ClaimSpec:
         return list(dict.fromkeys(v for c in self.chains for v in c))
 
     def config(self, level) -> str:
-        """The configuration key of ``level``: :func:`config_key` of the fixed labels and ``by = level``."""
-        return config_key({**self.where, self.by: level})
+        """The configuration key of ``level``: :func:`config_key` of the fixed labels and ``by = level``
+        (``level`` None: without ``by``, a configuration the label is absent from, as an A/A control's
+        original run: :func:`cni_control_claims`)."""
+        return config_key({**self.where, **({} if level is None else {self.by: level})})
 
     def spec(self, present=None) -> Optional[tuple[str, list, bool]]:
         """``(kind, chains, paired)`` with levels as configuration keys: a claim as
@@ -207,14 +209,37 @@ def cni_claims(tcp_paths: Sequence, tcp_directions: Sequence, tcp_mtus: Sequence
                         protocol="http", data_path=p, link_mtu_bytes=mtu, file_bytes=sizes[-1])
 
 
+#: Experiment E's A/A control, as the claims table shows it (:func:`cni_control_claims`).
+CNI_CONTROL_CLAIM = "A/A control: no difference between a tool run and its twin (one lab, side by side)"
+
+
+def cni_control_claims(labs: Sequence[tuple], step: Optional[tuple]) -> Iterator[ClaimSpec]:
+    """Experiment E's A/A control (:attr:`nfvlab.scenario.cni.CniGrid.control`): per lab ``(data_path,
+    link_mtu_bytes)``, the tool run ``step`` = ``(protocol, direction, file_bytes)``
+    (:meth:`nfvlab.scenario.cni.CniGrid.control_step`) about equal to its twin (label ``arm: twin``), on
+    per-repetition ratios (``paired``): a difference shown there is the design's, since none exists."""
+    if step is None:
+        return
+    proto, direction, size = step
+    what = f"{proto} {direction}" + (f", {size} B files" if size else "")
+    for p, mtu in labs:
+        yield _spec(CNI_CONTROL_CLAIM, f"{p}, link MTU {mtu} B, {what}", "equality", "arm", [(None, "twin")],
+                    "goodput_gbps" if proto == "tcp" else "requests_per_s", True, True, protocol=proto,
+                    direction=direction, data_path=p, link_mtu_bytes=mtu,
+                    **({"file_bytes": size} if proto == "http" else {}))
+
+
 def cni_claims_of(params) -> list[ClaimSpec]:
     """Experiment E's claims over the grid of its params (:class:`nfvlab.params.CniExperimentParams`):
-    what the adaptive runner reads (TCP and HTTP claims only when the grid has those runs)."""
+    what the adaptive runner reads (TCP and HTTP claims only when the grid has those runs; the A/A
+    control's with ``control``)."""
     mtus = list(params.link_mtus_bytes)
     sizes = sorted(params.wrk.file_bytes) if params.http_directions else []
     return list(cni_claims(params.data_paths if params.tcp_directions else (), params.tcp_directions,
                            mtus if params.tcp_directions else (), params.data_paths if params.http_directions else (),
-                           sorted(mtus) if params.http_directions else (), sizes))
+                           sorted(mtus) if params.http_directions else (), sizes)) + list(
+        cni_control_claims([(p.data_path, p.link_mtu_bytes) for p in params.grid.paths()],
+                           params.grid.control_step()))
 
 
 def tool_rate(protocol: str, result: dict) -> Optional[float]:

@@ -35,7 +35,7 @@ from nfvlab.measuring_code import fingerprint  # the resume fingerprint: params 
 from nfvlab.records import RecordWriter, archive_earlier_runs, read_records
 from nfvlab.scenario import DensityCell, Resources, Scenario
 from nfvlab.scenario.cni import CniScenario, Step, paired_order, step_labels, steps
-from nfvlab.search import SearchError
+from nfvlab.search import GeneratorFaultError, SearchError
 from nfvlab.system.host import host_speed_s, speed_variation
 from nfvlab.system.hostlock import HostLock
 from nfvlab.system.paths import output_problem
@@ -332,7 +332,7 @@ def _tool_runs(params: CniExperimentParams, backend, scenario: CniScenario, todo
                bar: Progress) -> None:
     with backend.open(scenario) as session:
         lab, at = session.tracker, session.endpoints
-        if any(s[1] == "http" for s in todo):
+        if any(s.protocol == "http" for s in todo):
             tcp.start_nginx(lab, ns=at["pod2"].ns, bind_ip=at["pod2"].address, file_bytes=params.wrk.file_bytes)
         for step in todo:
             _tool_run(params, lab, at, scenario, step, rec, bar)
@@ -343,8 +343,9 @@ def _tool_run(params: CniExperimentParams, lab, at, scenario: CniScenario, step:
     """One tool run recorded (``extra``: labels of an added repetition); the rate its claims compare
     (:func:`nfvlab.claimsets.tool_rate`; NaN when it failed)."""
     labels = {**step_labels(scenario, step), **(extra or {})}
-    rep, proto, direction, size = step
-    what = f"{scenario.label} {proto} {direction}{f' {size} B' if size else ''} rep {rep}"
+    proto, size = step.protocol, step.file_bytes
+    what = (f"{scenario.label} {proto} {step.direction}{f' {size} B' if size else ''}{' (A/A twin)' if step.twin else ''}"
+            f" rep {step.repetition}")
     try:
         tool, result = tcp.run_step(lab, at, params.grid, step)
     except tcp.ToolError as err:
@@ -383,7 +384,7 @@ def cni_config(labels: dict) -> str:
     """The configuration key of a tool run's labels, as :meth:`nfvlab.claimsets.ClaimSpec.config` gives
     it: data path, link MTU, protocol, direction (and file size for HTTP)."""
     fields = ("data_path", "direction", "link_mtu_bytes", "protocol") + (
-        ("file_bytes",) if labels.get("protocol") == "http" else ())
+        ("file_bytes",) if labels.get("protocol") == "http" else ()) + (("arm",) if labels.get("arm") else ())
     return claimsets.config_key({k: labels.get(k) for k in fields})
 
 
@@ -488,11 +489,11 @@ def _adapt_tools(params: CniExperimentParams, backend, runnable: list[CniScenari
     """:func:`adapt` on the lab: each added repetition a tool run with ``repetition`` = its index and
     labels ``added_look`` / ``added_reason``; the run's records end with an ``adaptive`` note. A look's
     runs go lab by lab, each lab's in :func:`nfvlab.scenario.cni.paired_order` (as the fixed repetitions)."""
-    by_config = {cni_config(step_labels(sc, s)): (sc, s[1:]) for sc in runnable for s in steps(params.grid)}
+    by_config = {cni_config(step_labels(sc, s)): (sc, s) for sc in runnable for s in steps(params.grid)}
 
     def order(todo: list[adaptive.Added]) -> list[adaptive.Added]:
         labs = list(dict.fromkeys(by_config[a.config][0] for a in todo))
-        step = {(by_config[a.config][0], (a.repetition, *by_config[a.config][1])): a for a in todo}
+        step = {(by_config[a.config][0], by_config[a.config][1]._replace(repetition=a.repetition)): a for a in todo}
         return [step[(sc, s)] for sc in labs
                 for s in paired_order([s for lab, s in step if lab == sc], rec.run_id)]
 
@@ -501,18 +502,18 @@ def _adapt_tools(params: CniExperimentParams, backend, runnable: list[CniScenari
         open_ = {}  # the lab open now: {"scenario", "lab", "at", "nginx"}
 
         def measure_one(added: adaptive.Added) -> float:
-            sc, (proto, direction, size) = by_config[added.config]
+            sc, step = by_config[added.config]
             if open_.get("scenario") != sc:
                 stack.close()
                 session = stack.enter_context(backend.open(sc))
                 open_.clear()
                 open_.update(scenario=sc, lab=session.tracker, at=session.endpoints, nginx=False)
-            if proto == "http" and not open_["nginx"]:
+            if step.protocol == "http" and not open_["nginx"]:
                 at = open_["at"]
                 tcp.start_nginx(open_["lab"], ns=at["pod2"].ns, bind_ip=at["pod2"].address,
                                 file_bytes=params.wrk.file_bytes)
                 open_["nginx"] = True
-            return _tool_run(params, open_["lab"], open_["at"], sc, (added.repetition, proto, direction, size), rec,
+            return _tool_run(params, open_["lab"], open_["at"], sc, step._replace(repetition=added.repetition), rec,
                              bar, _added_labels(added))
 
         out = adapt(params, by_config, tool_values(read_records(records), rec.run_id), measure_one,
@@ -697,18 +698,41 @@ class Progress:
                   f"elapsed {_duration(elapsed)}, about {_duration(left)} left")
 
 
+#: What :func:`_search` returns when its search failed on invalid trials and a fresh lab may retry it.
+_FRESH_LAB = object()
+
+
 def _measure(params: ExperimentParams, backend, calibration: Calibration, scenario: Scenario, rep: int,
              rec: RecordWriter, bar, frame_sizes, extra: Optional[dict] = None) -> dict:
     """Repetition ``rep`` of ``scenario`` on a fresh lab: a search per frame size (:func:`_search`); frame
-    size -> its search results (None: failed, or a sweep). ``extra``: the labels of an added repetition."""
-    with measure.bench(backend, params.lab.generator, scenario, params.traffic) as (session, gen):
-        return {fs: _search(params, calibration, gen, scenario, fs, rep, rec, bar, extra or {}) for fs in frame_sizes}
+    size -> its search results (None: failed, or a sweep). ``extra``: the labels of an added repetition.
+
+    A search that fails because every repeat of a trial was invalid (:class:`nfvlab.search.GeneratorFaultError`)
+    is searched again, once, on a new lab instance, with the frame sizes after it: a lab can be left
+    holding frames of an earlier trial that spoil every trial after it (seen on the tap path: "the DUT
+    delivered frames of an earlier trial", 9 trials in a row), which no pause between repeats clears.
+    The failed attempt stays in the records (its trials, and a ``search-retried`` note saying why)."""
+    out: dict = {}
+    todo = list(frame_sizes)
+    for last_lab in (False, True):
+        with measure.bench(backend, params.lab.generator, scenario, params.traffic) as (session, gen):
+            while todo:
+                got = _search(params, calibration, gen, scenario, todo[0], rep, rec, bar, extra or {},
+                              fresh_lab_left=not last_lab)
+                if got is _FRESH_LAB:
+                    break
+                out[todo.pop(0)] = got
+        if not todo:
+            break
+    return out
 
 
 def _search(params: ExperimentParams, calibration: Calibration, gen, scenario: Scenario, fs, rep: int,
-            rec: RecordWriter, bar, extra: dict) -> Optional[list]:
+            rec: RecordWriter, bar, extra: dict, fresh_lab_left: bool = False) -> Optional[list]:
     """One search and its latency trials, every record labelled (and ``extra``); its results (None:
-    the search failed, recorded as a ``search-failed`` note; or a sweep, which has no rate)."""
+    the search failed, recorded as a ``search-failed`` note; or a sweep, which has no rate).
+    ``fresh_lab_left``: a search failing on invalid trials returns :data:`_FRESH_LAB` (after a
+    ``search-retried`` note) for :func:`_measure` to search again on a new lab instance."""
     cl = scenario.labels()
     labels = {**cl, "frame_size": fs, "repetition": rep, **extra}
     knobs = str(scenario.resources)
@@ -729,6 +753,10 @@ def _search(params: ExperimentParams, calibration: Calibration, gen, scenario: S
             meas, fs, params.search, max_rate_pps=max_rate, ceiling_pps=ceiling, progress=False,
             warmup_s=params.trial.warmup_s, on_trial=on_trial)
     except SearchError as err:
+        if fresh_lab_left and isinstance(err, GeneratorFaultError):
+            rec.note(f"search retried on a new lab instance: {err}", kind="search-retried", **labels)
+            bar.note(f"{what}: retried on a new lab instance: {err}")
+            return _FRESH_LAB
         rec.note(f"search failed: {err}", kind="search-failed", **labels)
         _report(bar, what, f"search failed: {err}", extra)
         return None

@@ -42,7 +42,10 @@ def contrary_world(proto, path, mtu, direction, size):
     return 800.0 if direction == "host-pod" else 1000.0
 
 
-def write_records(path, world, *, paths=("direct", "vxlan"), ipip=True, end_completed=True):
+def write_records(path, world, *, paths=("direct", "vxlan"), ipip=True, end_completed=True, twin=None):
+    """``twin``: an A/A control (label ``arm: twin``) after each node-pod run, at ``twin`` x its rate
+    and a noise of its own (``1 + 0.01 ((rep + 1) % 3 - 1)``: mean 1, the repetitions' log ratios
+    -0.02 .. +0.02 around ``log twin``)."""
     with RecordWriter(path, "e-cni-tcp-http", {"repetitions": REPS}, provenance={}) as rec:
         if ipip:
             for mtu in MTUS:
@@ -58,6 +61,11 @@ def write_records(path, world, *, paths=("direct", "vxlan"), ipip=True, end_comp
                         rec.measurement("iperf3", {"goodput_bps": bps, "sent_bps": bps, "received_bytes": int(bps / 8),
                                                    "duration_s": 1.0, "retransmits": rep, "parallel_streams": 4},
                                         protocol="tcp", direction=d, file_bytes=None, **labels)
+                        if twin is not None and d == "node-pod":
+                            t = world("tcp", p, mtu, d, None) * twin * (1 + 0.01 * ((rep + 1) % 3 - 1))
+                            rec.measurement("iperf3", {"goodput_bps": t, "sent_bps": t, "received_bytes": int(t / 8),
+                                                       "duration_s": 1.0, "retransmits": 0, "parallel_streams": 4},
+                                            protocol="tcp", direction=d, file_bytes=None, arm="twin", **labels)
                     for d in ("host-pod", "host-service"):
                         for size in (SMALL, LARGE):
                             rps = world("http", p, mtu, d, size) * noise
@@ -202,3 +210,26 @@ def test_an_adaptive_run_is_judged_at_its_looks_level_a_fixed_n_run_at_the_full_
     row = rows[rows["claim"].str.startswith("direct routing beats overlays")].iloc[-1]  # the testable part
     assert row["condition"] == "node-pod, link MTU 1500 B" and row["pair"] == "direct > vxlan"
     assert row["verdict"] == verdict
+
+
+@pytest.mark.parametrize("twin, verdict", [(1.0, "holds"), (1.3, "contradicted")])
+def test_the_aa_control_is_judged_on_its_twin_alone_and_leaves_tables_and_other_claims_as_they_were(
+        tmp_path, twin, verdict):
+    """Twin runs at the original's rate (own noise): every lab's A/A row holds (paired TOST within the
+    10 % margin: log ratios -0.02..0.02, se 0.01 at n = 3); at 1.3 x it: shown beyond, contradicted.
+    Either way the tables and the seed's claims are those of the same records without twins."""
+    plain = analysis_cni.tables(write_records(tmp_path / "plain.jsonl", seed_world))
+    got = analysis_cni.tables(write_records(tmp_path / "twin.jsonl", seed_world, twin=twin))
+    for name in ("tcp", "http", "not_realizable"):
+        pd.testing.assert_frame_equal(got[name], plain[name])
+    control = got["claims"]["claim"] == "A/A control: no difference between a tool run and its twin (one lab, side by side)"
+    pd.testing.assert_frame_equal(got["claims"][~control].reset_index(drop=True), plain["claims"])
+    rows = got["claims"][control]
+    assert list(rows["condition"]) == [f"{p}, link MTU {m} B, tcp node-pod; margin +-10%"
+                                       for p in ("direct", "vxlan") for m in MTUS]
+    assert list(rows["verdict"]) == [verdict] * 4 and list(rows["n"]) == [REPS] * 4
+    assert all("paired t" in t for t in rows["test"])
+    # the ratio twin / original, paired by repetition: the known log ratios' mean
+    logs = [math.log(twin * (1 + 0.01 * ((r + 1) % 3 - 1)) / (1 + 0.01 * (r - 1))) for r in range(REPS)]
+    assert rows["effect_size"].iloc[0] == pytest.approx(1 / math.exp(sum(logs) / REPS) - 1, rel=1e-6) or \
+        rows["effect_size"].iloc[0] == pytest.approx(math.exp(sum(logs) / REPS) - 1, rel=1e-6)

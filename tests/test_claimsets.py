@@ -55,9 +55,26 @@ def test_only_the_claims_comparing_directions_of_one_lab_are_paired():
     paired = {s.claim for s in specs if s.paired}
     assert paired == {"node to pod beats pod to pod (TCP goodput)",
                       "host to pod ~ host to service for small files (HTTP requests/s)",
-                      "host to pod beats host to service for large files at large MTU (HTTP requests/s)"}
-    assert all(s.by == "direction" for s in specs if s.paired)
+                      "host to pod beats host to service for large files at large MTU (HTTP requests/s)",
+                      claimsets.CNI_CONTROL_CLAIM}
+    assert all(s.by == "direction" for s in specs if s.paired and s.claim != claimsets.CNI_CONTROL_CLAIM)
     assert all(s.by != "direction" for s in specs if not s.paired)
+
+
+def test_the_aa_control_compares_a_tool_run_with_its_twin_in_every_lab_of_the_grid():
+    """One A/A claim per (path, MTU) of the grid, an equality of node-pod TCP and its twin, paired;
+    its original's key is the tool run's own (no ``arm``), the twin's carries ``arm=twin`` as the
+    runner labels it (scenario.cni.TWIN)."""
+    from nfvlab.scenario.cni import TWIN
+    p = _quick_e()
+    control = [s for s in claimsets.cni_claims_of(p) if s.claim == claimsets.CNI_CONTROL_CLAIM]
+    assert [s.condition for s in control] == [f"{path}, link MTU {mtu} B, tcp node-pod" for path in
+                                              ("direct", "vxlan", "ipip") for mtu in (1500, 9000)]
+    spec = control[0]
+    assert (spec.kind, spec.by, spec.chains, spec.paired) == ("equality", "arm", ((None, TWIN),), True)
+    assert spec.config(None) == "data_path=direct, link_mtu_bytes=1500, protocol=tcp, direction=node-pod"
+    assert spec.config(TWIN) == spec.config(None) + ", arm=twin"
+    assert not list(claimsets.cni_control_claims([("direct", 1500)], None))  # no control asked for
 
 
 def test_tool_rate_is_the_column_the_analysis_compares():

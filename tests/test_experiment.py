@@ -666,3 +666,61 @@ def test_a_lab_of_one_scenario_at_a_time_records_every_comparison_not_testable_w
         (_bkey("shared"), _bkey("shared"), True), (_bkey("shared"), _bkey("none"), False)]
     assert all(n["verdict"] == "not testable" and "one scenario at a time" in n["reason"] for n in notes)
     assert len(searched) == 6  # the searches ran as without a paired phase; no trial of a paired block
+
+
+def test_a_search_spoiled_by_invalid_trials_is_searched_again_once_on_a_new_lab(tmp_path, monkeypatch, capsys):
+    """A search failing because every repeat of a trial was invalid (GeneratorFaultError: the generator
+    off schedule, or a lab holding an earlier trial's frames) is searched again on a new lab instance,
+    with the frame sizes after it; once: a failure on the new lab is the search's failure. Any other
+    search error is no reason for a new lab. Lab and search faked (the orchestration is the subject)."""
+    from nfvlab.records import RecordWriter
+    from nfvlab.search import GeneratorFaultError, SearchError
+
+    params = P.validate(P.ExperimentParams, {**TINY, "models": ["macvlan"], "repetitions": 1,
+                                             "traffic": {**TINY["traffic"], "frame_sizes": [64, 256, 512, 1024]},
+                                             "latency_load_fractions": []})
+    labs_opened, searched = [], []
+    fail = {(1, 64): GeneratorFaultError("no valid trial at 40,000 pps: 9 invalid trial(s) in a row, the last: "
+                                         "the DUT delivered 2688 frames of an earlier trial during this one"),
+            (2, 256): GeneratorFaultError("no valid trial at 40,000 pps: 9 invalid trial(s) in a row"),
+            (2, 1024): SearchError("search timed out")}
+
+    class Gen:
+        def identity(self):
+            return {"name": "fake"}
+
+        def describe(self):
+            return {}
+
+    class Calib:
+        def ceiling(self, identity, fs):
+            return None
+
+    @contextmanager
+    def bench(backend, generator, scenario, traffic):
+        labs_opened.append(len(labs_opened) + 1)
+        yield None, Gen()
+
+    def search(meas, fs, sp, **kw):
+        at = (labs_opened[-1], fs)
+        searched.append(at)
+        if at in fail:
+            raise fail[at]
+        return [_FakeResult(1000.0 + fs)]
+
+    monkeypatch.setattr(X.measure, "bench", bench)
+    monkeypatch.setattr(X.measure, "measurer", lambda *a, **k: None)
+    monkeypatch.setattr(X.measure, "search", search)
+    (sc,) = scenarios(params)
+    bar = Progress("tiny", 4)
+    with RecordWriter(tmp_path / "r.jsonl", "tiny", {}, provenance={}) as rec:
+        got = X._measure(params, None, Calib(), sc, 0, rec, bar, [64, 256, 512, 1024])
+    assert searched == [(1, 64), (2, 64), (2, 256), (2, 512), (2, 1024)] and labs_opened == [1, 2]
+    assert got[64][0].throughput_pps == 1064 and got[512][0].throughput_pps == 1512
+    assert got[256] is None and got[1024] is None
+    notes = [(r["labels"]["kind"], r["labels"]["frame_size"]) for r in read_records(tmp_path / "r.jsonl")
+             if r["type"] == "note"]
+    assert notes == [("search-retried", 64), ("search-failed", 256), ("search-failed", 1024)]
+    assert "macvlan 64 B rep 0: retried on a new lab instance: no valid trial at 40,000 pps" in capsys.readouterr().out
+    # resume counts the retried search as not done until its retry is recorded
+    assert "search-retried" not in X.SEARCH_DONE

@@ -21,7 +21,7 @@ from nfvlab import params as P
 from nfvlab.labs import LabError
 from nfvlab.measure import InputError
 from nfvlab.records import read_records, runs_frame
-from nfvlab.scenario.cni import CniPath, CniScenario, step_labels, steps
+from nfvlab.scenario.cni import CniPath, CniScenario, Step, step_labels, steps
 from nfvlab.traffic import tcp
 
 TINY = {"data_paths": ["direct", "ipip"], "link_mtus_bytes": [1500], "tcp_directions": ["node-pod"],
@@ -44,7 +44,8 @@ def test_profiles_load_and_the_quick_grid_is_the_documented_one():
     assert [p.label for p in quick.grid.paths()] == ["direct@1500", "direct@9000", "vxlan@1500", "vxlan@9000",
                                                      "ipip@1500", "ipip@9000"]
     assert quick.segmentation_offload is False and quick.grid.repetitions == 2
-    assert len(steps(quick.grid)) == 2 * (2 + 2 * 2)  # reps x (TCP directions + HTTP directions x sizes)
+    # reps x (TCP directions + the A/A control's twin + HTTP directions x sizes)
+    assert quick.grid.control and len(steps(quick.grid)) == 2 * (2 + 1 + 2 * 2)
     full = _load(REPO / "params/full/experiment_e.yaml")
     assert full.grid.link_mtus_bytes == (1450, 1500, 3000, 6000, 9000) and full.grid.repetitions >= 3
     assert full.grid.wrk.file_bytes == (1000, 10_000, 100_000, 1_000_000, 10_000_000)
@@ -54,11 +55,18 @@ def test_profiles_load_and_the_quick_grid_is_the_documented_one():
 def test_steps_walk_repetitions_then_tcp_then_http_by_size(tmp_path):
     exp = _load(_params(tmp_path, http_directions=["host-pod", "host-service"],
                         wrk={"duration_s": 1, "file_bytes": [1000, 5000]}))
-    assert steps(exp.grid) == [
+    assert steps(exp.grid) == [Step(*s) for s in [
         (0, "tcp", "node-pod", None), (0, "http", "host-pod", 1000), (0, "http", "host-pod", 5000),
         (0, "http", "host-service", 1000), (0, "http", "host-service", 5000),
         (1, "tcp", "node-pod", None), (1, "http", "host-pod", 1000), (1, "http", "host-pod", 5000),
-        (1, "http", "host-service", 1000), (1, "http", "host-service", 5000)]
+        (1, "http", "host-service", 1000), (1, "http", "host-service", 5000)]]
+    # the A/A control: the first TCP direction again, right after it, as the twin
+    twin = _load(_params(tmp_path, control=True))
+    assert steps(twin.grid)[:3] == [Step(0, "tcp", "node-pod", None), Step(0, "tcp", "node-pod", None, True),
+                                    Step(0, "http", "host-service", 1000)]
+    no_tcp = _load(_params(tmp_path, control=True, tcp_directions=[], http_directions=["host-pod"],
+                           wrk={"duration_s": 1, "file_bytes": [5000, 1000]}))
+    assert no_tcp.grid.control_step() == ("http", "host-pod", 1000)  # else the first HTTP run, smallest file
 
 
 @pytest.mark.parametrize("over, message", [
@@ -105,10 +113,10 @@ def test_a_records_path_that_is_a_directory_is_refused_before_the_lab(tmp_path):
 def test_a_tiny_grid_records_every_tool_run_with_labels_and_ipip_as_not_realizable(tmp_path, clean_host, capsys):
     assert locked_cni_residue() == NO_RESIDUE
     records = tmp_path / "e.jsonl"
-    run_id = X.run_experiment(_load(_params(tmp_path)), records, source="e.yaml")
+    run_id = X.run_experiment(_load(_params(tmp_path, control=True)), records, source="e.yaml")
     assert locked_cni_residue() == NO_RESIDUE
     recs = read_records(records)
-    assert [r["type"] for r in recs] == ["run", "note", *["measurement"] * 4, "end"]
+    assert [r["type"] for r in recs] == ["run", "note", *["measurement"] * 6, "end"]
     run, note, end = recs[0], recs[1], recs[-1]
     assert run["run_id"] == run_id and end["status"] == "completed"
     assert run["params"]["source"] == "e.yaml" and len(run["params"]["fingerprint"]) == 16
@@ -117,11 +125,19 @@ def test_a_tiny_grid_records_every_tool_run_with_labels_and_ipip_as_not_realizab
     assert note["labels"] == {"kind": "not-realizable", "data_path": "ipip", "link_mtu_bytes": 1500}
     assert note["text"].startswith("not realizable: the kernel cannot create ipip devices")
     meas = recs[2:-1]
-    assert [(m["tool"], m["labels"]["repetition"]) for m in meas] == [("iperf3", 0), ("wrk", 0), ("iperf3", 1),
-                                                                     ("wrk", 1)]
-    assert meas[0]["labels"] == {"data_path": "direct", "link_mtu_bytes": 1500, "pod_mtu_bytes": 1500,
-                                 "protocol": "tcp", "direction": "node-pod", "file_bytes": None, "repetition": 0,
-                                 "segmentation_offload": False}
+    assert [(m["tool"], m["labels"]["repetition"]) for m in meas] == [("iperf3", 0), ("iperf3", 0), ("wrk", 0),
+                                                                     ("iperf3", 1), ("iperf3", 1), ("wrk", 1)]
+    # the A/A control: node-pod and its twin side by side, the twin first in one repetition and
+    # second in the other (scenario.cni.paired_order), labelled arm: twin and nothing else apart
+    tcp_runs = [m["labels"] for m in meas if m["tool"] == "iperf3"]
+    assert [lab.get("arm") for lab in tcp_runs[:2]] == [lab.get("arm") for lab in tcp_runs[:1:-1]]
+    assert sorted(str(lab.get("arm")) for lab in tcp_runs) == ["None", "None", "twin", "twin"]
+    original = next(m["labels"] for m in meas if m["tool"] == "iperf3" and "arm" not in m["labels"])
+    assert original == {"data_path": "direct", "link_mtu_bytes": 1500, "pod_mtu_bytes": 1500,
+                        "protocol": "tcp", "direction": "node-pod", "file_bytes": None, "repetition": 0,
+                        "segmentation_offload": False}
+    twin = next(m["labels"] for m in meas if m["labels"].get("arm") == "twin")
+    assert twin == {**original, "arm": "twin"}
     for m in meas:
         r = m["result"]
         if m["tool"] == "iperf3":  # goodput is what the receiver counted over its interval, 2 streams
@@ -130,8 +146,9 @@ def test_a_tiny_grid_records_every_tool_run_with_labels_and_ipip_as_not_realizab
         else:  # through the service DNAT: every request answered with the 1000 B file
             assert r["errors"] == 0 and r["requests"] > 0 and r["transfer_bytes"] > 1000 * r["requests"]
     out = capsys.readouterr().out
-    assert "e-test: 1 of 2 (data path, MTU) realizable on this embedded lab, 2 repetition(s): 4 tool runs" in out
-    assert "e-test: 4/4 direct@1500 http host-service 1000 B rep 1: " in out
+    assert "e-test: 1 of 2 (data path, MTU) realizable on this embedded lab, 2 repetition(s): 6 tool runs" in out
+    assert "e-test: 6/6 direct@1500 http host-service 1000 B rep 1: " in out
+    assert "direct@1500 tcp node-pod (A/A twin) rep 0: " in out
 
 
 @pytest.mark.lab
@@ -156,7 +173,7 @@ def test_an_interrupted_run_resumes_under_its_id_and_measures_only_what_it_lacks
     calls.clear()
     monkeypatch.setattr(tcp, "run_step", lambda lab, at, grid, step: (calls.append(step), real(lab, at, grid, step))[1])
     run_id = X.run_experiment(exp, records, progress=False)
-    assert calls == [(1, "tcp", "node-pod", None), (1, "http", "host-service", 1000)]
+    assert calls == [Step(1, "tcp", "node-pod", None), Step(1, "http", "host-service", 1000)]
     assert run_id == first["run_id"].iloc[0]
     keys = [(m["labels"]["repetition"], m["tool"]) for m in read_records(records) if m["type"] == "measurement"]
     assert keys == [(0, "iperf3"), (0, "wrk"), (1, "iperf3"), (1, "wrk")]
@@ -170,9 +187,9 @@ def test_segmentation_offload_label_follows_the_params(tmp_path):
     on = _load(_params(tmp_path, segmentation_offload=True))
     assert on.model_dump()["segmentation_offload"] is True
     (scenario, _ipip) = X.cni_scenarios(on)
-    assert step_labels(scenario, (0, "tcp", "node-pod", None))["segmentation_offload"] is True
+    assert step_labels(scenario, Step(0, "tcp", "node-pod", None))["segmentation_offload"] is True
     off = _load(_params(tmp_path))
-    assert step_labels(X.cni_scenarios(off)[0], (0, "tcp", "node-pod", None))["segmentation_offload"] is False
+    assert step_labels(X.cni_scenarios(off)[0], Step(0, "tcp", "node-pod", None))["segmentation_offload"] is False
 
 
 def _notebook(tmp_path, overrides: dict) -> tuple[subprocess.CompletedProcess, Path, Path]:

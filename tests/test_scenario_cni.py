@@ -78,12 +78,36 @@ def test_grid_from_params_mapping_names_the_source_and_field():
 # ---------------------------------------------------------------------------
 # paired_order: the directions a claim compares, side by side and counterbalanced
 # ---------------------------------------------------------------------------
-def _grid(reps=4):
+def _grid(reps=4, control=False):
     from nfvlab.scenario.cni import steps
     g = CniGrid.from_dict({"data_paths": ["direct"], "link_mtus_bytes": [1500],
                              "tcp_directions": ["node-pod", "pod-pod"], "http_directions": ["host-pod", "host-service"],
-                             "repetitions": reps, "wrk": {"file_bytes": [1000, 1000000]}}, source="e.yaml")
+                             "repetitions": reps, "wrk": {"file_bytes": [1000, 1000000]}, "control": control},
+                          source="e.yaml")
     return steps(g)
+
+
+def test_the_aa_twin_runs_next_to_its_original_away_from_the_compared_direction_and_counterbalanced():
+    """The A/A control's twin (node-pod again) sits next to node-pod, on the side away from pod-pod,
+    so node-pod / pod-pod stay adjacent; it runs first in one repetition of a block and second in
+    the other."""
+    from nfvlab.scenario.cni import paired_order
+    plain = _grid(reps=8)
+    all_steps = _grid(reps=8, control=True)
+    assert [s for s in all_steps if not s.twin] == plain and sum(s.twin for s in all_steps) == 8
+    assert "control=1: give true or false" in one_line_error(CniGrid.from_dict, {"control": 1})
+    for seed in ("run-1", "run-2", "run-3"):
+        got = paired_order(all_steps, seed)
+        tcp = {}
+        for s in got:
+            if s.protocol == "tcp":
+                tcp.setdefault(s.repetition, []).append("twin" if s.twin else s.direction)
+        for rep, order in tcp.items():
+            assert order in (["twin", "node-pod", "pod-pod"], ["pod-pod", "node-pod", "twin"]), order
+            if rep % 2 == 0:  # the block's other repetition: the other way round
+                assert tcp[rep + 1] == order[::-1]
+        # without the twins, the order is the one without the control
+        assert [s for s in got if not s.twin] == paired_order(plain, seed)
 
 
 def test_paired_order_puts_the_compared_directions_next_to_each_other_in_every_repetition():

@@ -46,6 +46,9 @@ class CniExperimentParams(_Strict):
     tcp_directions: tuple[Literal[TCP_DIRECTIONS], ...] = TCP_DIRECTIONS
     http_directions: tuple[Literal[HTTP_DIRECTIONS], ...] = HTTP_DIRECTIONS
     repetitions: _CniInt = Field(default=CniGrid.repetitions, ge=1, le=1000)
+    control: bool = Field(default=False, strict=True)
+    """The A/A control (:attr:`nfvlab.scenario.cni.CniGrid.control`): the first TCP direction run twice
+    per repetition, side by side; its claims row must not show a difference."""
     iperf: Annotated[IperfParams, _cni_tool(IperfParams, "iperf")] = Field(default_factory=IperfParams)
     wrk: Annotated[WrkParams, _cni_tool(WrkParams, "wrk")] = Field(default_factory=WrkParams)
     adaptive: Adaptive = None  # adaptive repetitions (AdaptiveParams); null: a fixed-n run
@@ -71,4 +74,4 @@ class CniExperimentParams(_Strict):
     @property
     def grid(self) -> CniGrid:
         return CniGrid(self.data_paths, self.link_mtus_bytes, self.tcp_directions, self.http_directions,
-                       self.iperf, self.wrk, self.repetitions)
+                       self.iperf, self.wrk, self.repetitions, self.control)

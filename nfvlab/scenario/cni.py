@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple, Optional
 
 __all__ = [
     "DATA_PATHS",
@@ -30,6 +31,7 @@ __all__ = [
     "ROLES",
     "Step",
     "WrkParams",
+    "TWIN",
     "paired_order",
     "step_labels",
     "steps",
@@ -149,11 +151,16 @@ class CniGrid:
     iperf: IperfParams = field(default_factory=IperfParams)
     wrk: WrkParams = field(default_factory=WrkParams)
     repetitions: int = 3
+    control: bool = False
+    """The A/A control: each repetition runs :meth:`control_step` twice, side by side, the second
+    labelled ``arm: twin`` (the design's own noise floor: the two must not come out different)."""
 
     def __post_init__(self) -> None:
         for name in ("data_paths", "link_mtus_bytes", "tcp_directions", "http_directions"):
             if not isinstance(getattr(self, name), tuple):
                 raise CniConfigError(f"{name}={getattr(self, name)!r}: give a list")
+        if not isinstance(self.control, bool):
+            raise CniConfigError(f"control={self.control!r}: give true or false")
         for d in self.tcp_directions:
             _choice("tcp_directions", d, TCP_DIRECTIONS)
         for d in self.http_directions:
@@ -162,6 +169,15 @@ class CniGrid:
         if not self.data_paths or not self.link_mtus_bytes:
             raise CniConfigError("data_paths, link_mtus_bytes: give at least one of each")
         list(self.paths())  # every (path, MTU) must be carriable: fails on the first that is not
+
+    def control_step(self) -> Optional[tuple[str, str, Optional[int]]]:
+        """``(protocol, direction, file_bytes)`` the A/A control repeats: the first TCP direction, else
+        the first HTTP direction at the smallest file size; None without :attr:`control`."""
+        if not self.control:
+            return None
+        if self.tcp_directions:
+            return ("tcp", self.tcp_directions[0], None)
+        return ("http", self.http_directions[0], min(self.wrk.file_bytes)) if self.http_directions else None
 
     def paths(self) -> Iterator[CniPath]:
         """Every data path at every link MTU, in grid order."""
@@ -173,7 +189,7 @@ class CniGrid:
     def from_dict(cls, d: Mapping, source: str = "params") -> CniGrid:
         """Build from a params mapping (YAML); errors name ``source`` and the field."""
         known = {"data_paths", "link_mtus_bytes", "tcp_directions", "http_directions", "iperf", "wrk",
-                 "repetitions"}
+                 "repetitions", "control"}
         unknown = sorted(set(d) - known)
         try:
             if unknown:
@@ -232,16 +248,32 @@ class Endpoint:
     address: str
 
 
-#: One tool run of a lab: (repetition, protocol ``tcp``/``http``, direction, file size or None).
-Step = tuple[int, str, str, int | None]
+#: The ``arm`` label of an A/A control's second run (:attr:`CniGrid.control`).
+TWIN = "twin"
+
+
+class Step(NamedTuple):
+    """One tool run of a lab."""
+
+    repetition: int
+    protocol: str
+    """``tcp`` (iperf3) or ``http`` (wrk)."""
+    direction: str
+    file_bytes: Optional[int]
+    """The HTTP file size, bytes; None for TCP."""
+    twin: bool = False
+    """The A/A control's second run of :meth:`CniGrid.control_step` in its repetition."""
 
 
 def steps(grid: CniGrid) -> list[Step]:
-    """The tool runs of one (path, MTU) lab, in order: per repetition, TCP directions, then HTTP x sizes."""
+    """The tool runs of one (path, MTU) lab, in order: per repetition, TCP directions, then HTTP x sizes;
+    with the A/A control, :meth:`CniGrid.control_step`'s twin right after it."""
+    twin = grid.control_step()
     out: list[Step] = []
     for rep in range(grid.repetitions):
-        out += [(rep, "tcp", d, None) for d in grid.tcp_directions]
-        out += [(rep, "http", d, size) for d in grid.http_directions for size in grid.wrk.file_bytes]
+        for s in ([Step(rep, "tcp", d, None) for d in grid.tcp_directions]
+                  + [Step(rep, "http", d, size) for d in grid.http_directions for size in grid.wrk.file_bytes]):
+            out += [s, Step(*s[:4], True)] if s[1:4] == twin else [s]
     return out
 
 
@@ -253,24 +285,26 @@ def paired_order(todo: Sequence[Step], seed: str) -> list[Step]:
 
     Counterbalanced: repetitions ``2k`` and ``2k + 1`` form a block whose directions run ``AB BA`` or
     ``BA AB`` (drawn from ``seed`` and ``k``: the run id makes it reproducible, resume included), so an
-    advantage of going first or second cancels over a block and no direction is always first.
+    advantage of going first or second cancels over a block and no direction is always first. An A/A
+    twin runs next to its original, on the side away from the other directions (before it in one
+    repetition of a block, after it in the other): the compared directions stay adjacent.
     """
     def flipped(rep: int) -> bool:
         return (random.Random(f"{seed}:{rep // 2}").random() < 0.5) != bool(rep % 2)
 
     def rank(step: Step) -> tuple:
-        rep, proto, direction, size = step
-        order = (TCP_DIRECTIONS if proto == "tcp" else HTTP_DIRECTIONS)
-        pos = order.index(direction) if direction in order else len(order)
-        return (rep, proto != "tcp", size or 0, -pos if flipped(rep) else pos)
+        order = (TCP_DIRECTIONS if step.protocol == "tcp" else HTTP_DIRECTIONS)
+        pos = (order.index(step.direction) if step.direction in order else len(order)) - 0.5 * step.twin
+        return (step.repetition, step.protocol != "tcp", step.file_bytes or 0, -pos if flipped(step.repetition) else pos)
 
     return sorted(todo, key=rank)
 
 
 def step_labels(scenario: CniScenario, step: Step) -> dict:
-    """The labels of one tool run's ``measurement`` record (docs/records.md)."""
-    rep, proto, direction, size = step
+    """The labels of one tool run's ``measurement`` record (docs/records.md); an A/A twin's with
+    ``arm: twin``."""
     p = scenario.path
     return {"data_path": p.data_path, "link_mtu_bytes": p.link_mtu_bytes, "pod_mtu_bytes": p.pod_mtu_bytes,
-            "protocol": proto, "direction": direction, "file_bytes": size, "repetition": rep,
-            "segmentation_offload": scenario.segmentation_offload}
+            "protocol": step.protocol, "direction": step.direction, "file_bytes": step.file_bytes,
+            "repetition": step.repetition, "segmentation_offload": scenario.segmentation_offload,
+            **({"arm": TWIN} if step.twin else {})}

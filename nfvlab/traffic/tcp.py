@@ -275,7 +275,7 @@ def run_step(lab: Spawner, at: dict[str, Endpoint], grid: CniGrid,
     node1 (``node-pod``) or pod1 (``pod-pod``) to pod2; HTTP: wrk from pod1 (``pod-pod``) or node1
     against nginx in pod2 (:func:`start_nginx`), directly or through the service (``host-service``).
     """
-    _rep, proto, direction, size = step
+    proto, direction, size = step.protocol, step.direction, step.file_bytes
     client = at["pod1" if direction == "pod-pod" else "node1"].ns
     if proto == "tcp":
         return "iperf3", run_iperf3(lab, server_ns=at["pod2"].ns, server_ip=at["pod2"].address, client_ns=client,
