@@ -4,13 +4,13 @@ import math
 
 import pytest
 
-from conftest import NO_RESIDUE
+from conftest import NO_RESIDUE, until_unspoiled
 from test_lab import locked_residue
 from nfvlab import calibrate
 from nfvlab.labs.embedded import EmbeddedLab
 from nfvlab.labs.embedded.kernel import SHALLOW_BUCKET_BYTES, SHALLOW_QUEUE_BYTES, TBF_FRAMES
 from nfvlab.params import GeneratorParams
-from nfvlab.search import SearchResult
+from nfvlab.search import GeneratorFaultError, SearchResult
 from nfvlab.trial import backlog_fault
 
 
@@ -19,12 +19,28 @@ from nfvlab.trial import backlog_fault
 # (bench/measurement_core.py, sections 2-3). What cannot depend on it is checked here: no search
 # reports more than the path can forward, and every trial's counts add up.
 
+
+def known_path(*args, **kw):
+    """:func:`nfvlab.calibrate.check_known_path`, searched again while a slow spell of the host's kept
+    the generator off schedule through every repeat of a trial (the search ends with
+    GeneratorFaultError: seen once in CI); a search failing so on every try fails the test."""
+    def attempt():
+        try:
+            return calibrate.check_known_path(EmbeddedLab(), *args, **kw)
+        except GeneratorFaultError as err:
+            return err
+
+    def spoiled(got):
+        return f"search failed: {got}" if isinstance(got, GeneratorFaultError) else None
+
+    return until_unspoiled(attempt, spoiled, what="a search on a known path")
+
 @pytest.mark.lab
 @pytest.mark.parametrize("method", ["rfc2544", "mlrsearch"])
 def test_ndr_on_a_tbf_path_is_never_above_what_it_forwards(clean_host, method):
     capacity, duration_s = 30_000, 0.5
-    result, err = calibrate.check_known_path(EmbeddedLab(), GeneratorParams(), 64, capacity,
-                                             duration_s=duration_s, relative_width=0.01, method=method)
+    result, err = known_path(GeneratorParams(), 64, capacity, duration_s=duration_s, relative_width=0.01,
+                             method=method)
     print(f"{method}: NDR {result.throughput_pps:,.0f} pps, error {err:+.2%}, "
           f"{result.invalid_trials} invalid trial(s)")
     assert_never_above(result, capacity, duration_s, 2 * TBF_FRAMES)
@@ -62,8 +78,8 @@ def assert_never_above(result, capacity_pps, duration_s, buffer_frames):
 def test_ndr_on_a_shallow_buffer_path_is_never_above_what_it_forwards(clean_host):
     """Six 1518 B frames of bucket and queue."""
     capacity = 30_000
-    result, err = calibrate.check_known_path(EmbeddedLab(), GeneratorParams(), 1518, capacity,
-                                             duration_s=1.0, relative_width=0.005, path="tbf-shallow")
+    result, err = known_path(GeneratorParams(), 1518, capacity, duration_s=1.0, relative_width=0.005,
+                             path="tbf-shallow")
     print(f"shallow 1518 B: NDR {result.throughput_pps:,.0f} pps, error {err:+.2%}")
     assert_never_above(result, capacity, 1.0, (SHALLOW_BUCKET_BYTES + SHALLOW_QUEUE_BYTES) // 1514)
     assert locked_residue() == NO_RESIDUE

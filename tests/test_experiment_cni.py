@@ -209,9 +209,10 @@ def test_the_notebook_runs_a_tiny_grid_and_ends_with_tables_figures_and_claims(t
     tiny = {**TINY, "repetitions": 1, "adaptive": None}  # one repetition: a fixed-n run
     r, out_nb, records = _notebook(tmp_path, tiny)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert [m["tool"] for m in read_records(records) if m["type"] == "measurement"] == ["iperf3", "wrk"]
+    # the quick profile's A/A control: node-pod TCP and its twin, then HTTP
+    assert [m["tool"] for m in read_records(records) if m["type"] == "measurement"] == ["iperf3", "iperf3", "wrk"]
     # Progress lines reach the guardian's stderr (the stage's log), not the saved notebook.
-    assert "e-cni-tcp-http: 2/2 direct@1500 http host-service 1000 B rep 0: " in r.stderr
+    assert "e-cni-tcp-http: 3/3 direct@1500 http host-service 1000 B rep 0: " in r.stderr
     text, mimes, errors = _outputs(out_nb)
     assert not errors and "e-cni-tcp-http:" not in text
     assert mimes.count("image/png") == 2  # TCP goodput vs MTU, HTTP requests/s vs file size
