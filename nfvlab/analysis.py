@@ -295,8 +295,36 @@ def claim_rows(claim: str, condition: str, chains: Sequence[Sequence], searches:
             return rows + [row]
     v = claims.sequential_verdict(kind, samples(data, by, levels, value), chains, plan or claims.Plan.fixed(),
                                   design or claims.current_design(), paired=by_repetition)
+    if kind == "order":
+        v = respect_lower_bounds(v, chains, lower_bounds(data, by, levels))
     rows.append({"claim": claim, "condition": condition, **{k: v[k] for k in CLAIM_COLUMNS if k in v}})
     return rows
+
+
+def lower_bounds(data: pd.DataFrame, by: str, levels: Sequence) -> list:
+    """The levels of ``data`` with a generator-limited result (``generator_limited``): their rates
+    are lower bounds of the DUT's (the generator, not the DUT, set them), in ``levels``' order."""
+    if "generator_limited" not in data.columns:
+        return []
+    flagged = {_key(v) for v, g in zip(data[by], data["generator_limited"]) if g is True or g == 1.0}
+    return [lv for lv in levels if _key(lv) in flagged]
+
+
+def respect_lower_bounds(verdict: dict, chains: Sequence[Sequence], bounds: Sequence) -> dict:
+    """An order claim's ``verdict`` (:func:`nfvlab.claims.sequential_verdict`) read with ``bounds``, levels
+    whose rates are only lower bounds (:func:`lower_bounds`): "holds" needs every claimed-smaller level a
+    value (a bound below may truly be above), "contradicted" every claimed-larger one (a bound found equal
+    or below may truly be above); else inconclusive, saying which. Seen: two OVS models whose searches
+    both stopped at a top set by a low generator ceiling read "no practical difference" (-0.5 %)."""
+    side = {"holds": {c[i + 1] for c in chains for i in range(len(c) - 1)},
+            "contradicted": {c[i] for c in chains for i in range(len(c) - 1)}}.get(verdict.get("verdict"), set())
+    hit = [b for b in bounds if b in side]
+    if not hit:
+        return verdict
+    what = "above" if verdict["verdict"] == "holds" else "equal to or below"
+    return {**verdict, "verdict": "inconclusive",
+            "reason": (f"{', '.join(map(str, hit))}: a lower bound (generator-limited), so not shown {what} "
+                       f"the other; as values: {verdict['verdict']}, {verdict.get('reason', '')}")}
 
 
 def plan_of(records: Union[PathLike, Iterable[PathLike]], run: str = "latest") -> Optional[claims.Plan]:

@@ -237,3 +237,29 @@ def test_nfvlab_analyze_judges_with_the_claims_design_it_is_given(tmp_path, caps
                      "--tables", str(tmp_path / "b"), "--metrics", str(tmp_path / "b.json"),
                      "--claims", str(bad)]) != 0
     assert "--claims" in capsys.readouterr().err
+
+
+def _bounded(rates: dict, limited: set) -> pd.DataFrame:
+    """Search rows (3 repetitions, goal width 2 %) of each model's ``rates``; ``limited``: the models
+    whose every search is flagged generator-limited (a lower bound of the DUT's NDR)."""
+    rows = [{"model": m, "throughput_pps": r * f, "resolution": 0.02, "repetition": i, "generator_limited": m in limited}
+            for m, r in rates.items() for i, f in enumerate((0.99, 1.0, 1.01))]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("rates, limited, verdict", [
+    # two searches that stopped at the same top: as values "no practical difference", but both are
+    # lower bounds (seen: the OVS models capped by a low generator ceiling)
+    ({"x": 14_000.0, "y": 14_000.0}, {"x", "y"}, "inconclusive"),
+    ({"x": 14_000.0, "y": 14_000.0}, {"y"}, "contradicted"),  # x a value, y at least 14 k: x > y false
+    ({"x": 14_000.0, "y": 14_000.0}, set(), "contradicted"),
+    ({"x": 30_000.0, "y": 14_000.0}, {"x"}, "holds"),         # a bound above a value: above all the more
+    ({"x": 30_000.0, "y": 14_000.0}, {"y"}, "inconclusive"),  # above a bound: y may be higher
+    ({"x": 10_000.0, "y": 14_000.0}, {"x"}, "inconclusive"),  # a bound below: x may be higher
+])
+def test_an_order_claim_never_reads_a_lower_bound_as_equal_or_below_nor_claims_above_one(rates, limited, verdict):
+    status = {m: "measured" for m in rates}
+    (row,) = analysis.claim_rows("c", "64 B", [["x", "y"]], _bounded(rates, limited), "model", status)
+    assert row["verdict"] == verdict, row
+    if verdict == "inconclusive" and limited:
+        assert "a lower bound (generator-limited)" in row["reason"], row["reason"]
