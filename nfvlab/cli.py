@@ -137,8 +137,11 @@ def _build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--max-rate-pps", type=float, default=None,
                     help="top of the ceiling search, packets/s per direction (default 3e6)")
     ca.add_argument("--repetitions", type=int, default=None,
-                    help="ceiling searches per frame size and TX path, in turns; their median is kept "
+                    help="ceiling searches per frame size and TX path, in turns; the second highest is kept "
                          "(default: the params file's, else 3)")
+    ca.add_argument("--max-repetitions", type=int, default=None,
+                    help="search a size again while its two highest searches disagree by over 25 %%, up to "
+                         "this many (default: the params file's, else 6)")
     ca.add_argument("--port", action="append", metavar="trex:N",
                     help="TRex: its two ports, looped to each other (default: the lab profile's generator.ports)")
     ca.add_argument("--dmac", action="append",

@@ -157,8 +157,18 @@ class CalibrationParams(_Strict):
     """Trial duration of the ceiling search, seconds."""
     bidirectional: bool = True
     repetitions: int = Field(default=3, ge=1, le=9)
-    """Ceiling searches per frame size and TX path, taken in turns; the ceiling is their median (a
-    slow spell of the host lowers one search's ceiling, never raises it)."""
+    """Ceiling searches per frame size and TX path, taken in turns; the ceiling is the second highest
+    (:func:`nfvlab.calibrate.confirmed_ceiling`: a slow spell of the host lowers a search, never raises it)."""
+    max_repetitions: int = Field(default=6, ge=1, le=9)
+    """While a size's two highest searches disagree (:func:`nfvlab.calibrate.searches_agree`), it is
+    searched again, in turns with the others that disagree, up to this many searches."""
+
+    @model_validator(mode="after")
+    def _max_covers_first(self):
+        if self.max_repetitions < self.repetitions:
+            raise ValueError(f"max_repetitions {self.max_repetitions}: must be at least repetitions "
+                             f"({self.repetitions})")
+        return self
 
 
 class ProfileParams(_Strict):
