@@ -63,7 +63,8 @@ def run(measure: Callable[[Added], float], claims: Sequence[tuple[str, Sequence]
         design: Design = Design(), seconds: Optional[float] = None,
         clock: Callable[[], float] = time.monotonic, unit_seconds: Optional[float] = None,
         give_up_above: Optional[int] = None,
-        order: Optional[Callable[[list[Added]], list[Added]]] = None) -> Outcome:
+        order: Optional[Callable[[list[Added]], list[Added]]] = None,
+        along: Optional[Mapping[Hashable, Hashable]] = None) -> Outcome:
     """Add repetitions to the configurations of undecided claims, look after look.
 
     Parameters
@@ -95,6 +96,11 @@ def run(measure: Callable[[Added], float], claims: Sequence[tuple[str, Sequence]
         ``(added list) -> the same, reordered``: the order a look's repetitions are measured in (default:
         configuration by configuration, in key order). It must keep each configuration's repetitions
         in ascending order. A paired claim wants its two configurations' repetitions next to each other.
+    along : mapping, optional
+        Configuration -> a configuration measured along with it: each repetition a look adds to the
+        first adds the same repetition of the second (an A/A control's twin, so the control is judged
+        on as many pairs as its original and drives no look itself: pass no claim naming the twin).
+        Its added repetitions carry the reason ``along with <configuration>``.
     """
     values = {k: list(v) for k, v in initial.items()}
     out = Outcome(values)
@@ -111,6 +117,9 @@ def run(measure: Callable[[Added], float], claims: Sequence[tuple[str, Sequence]
         out.given_up = given_up
         if not want:  # every claim decided / not testable / given up, or at its last look
             break
+        for config, rider in (along or {}).items():
+            if config in want and rider in values:
+                want[rider] = (max(want[config][0], want.get(rider, (0, ""))[0]), f"along with {config}")
         look += 1
         units = sum(max(0, min(t, plan.max_repetitions) - len(values[c])) for c, (t, _) in want.items())
         mean = sum(took) / len(took) if took else unit_seconds

@@ -34,7 +34,7 @@ from nfvlab.params import CniExperimentParams, ExperimentParams
 from nfvlab.measuring_code import fingerprint  # the resume fingerprint: params and the lab's measuring code
 from nfvlab.records import RecordWriter, archive_earlier_runs, read_records
 from nfvlab.scenario import DensityCell, Resources, Scenario
-from nfvlab.scenario.cni import CniScenario, Step, paired_order, step_labels, steps
+from nfvlab.scenario.cni import TWIN, CniScenario, Step, paired_order, step_labels, steps
 from nfvlab.search import GeneratorFaultError, SearchError
 from nfvlab.system.host import host_speed_s, speed_variation
 from nfvlab.system.hostlock import HostLock
@@ -467,13 +467,18 @@ def adapt(params: Union[ExperimentParams, CniExperimentParams], configs: Iterabl
     driver is deterministic given the values); ``measure_one(added)``: measure and record one added
     repetition, return its rate; ``unit_seconds``: the estimated time of one (the fixed repetitions'
     mean), which sizes the first look against the ``seconds`` budget; ``order``: a look's order
-    (:func:`nfvlab.adaptive.run`).
+    (:func:`nfvlab.adaptive.run`). E's A/A twins (:func:`control_twins`) ride along with their
+    originals (``along``): a claim naming a twin (the control's) drives no look.
     """
     ad = params.adaptive
     plan = claims.Plan(params.repetitions, ad.step, ad.max_repetitions)
     initial = {c: [recorded.get(c, {}).get(r, math.nan) for r in range(params.repetitions)] for c in configs}
     # each claim's testable part: a configuration this lab cannot realize is never waited for
     specs = [x for x in (s.spec(present=initial) for s in _claims_of(params)) if x]
+    # the A/A control rides along with its original: judged on as many pairs, it asks for none
+    along = control_twins(params, initial)
+    riders = set(along.values())
+    specs = [x for x in specs if not any(c in riders for chain in x[1] for c in chain)]
 
     def one(added: adaptive.Added) -> float:
         have = recorded.get(added.config, {})
@@ -481,7 +486,24 @@ def adapt(params: Union[ExperimentParams, CniExperimentParams], configs: Iterabl
 
     return adaptive.run(one, specs, initial, plan, {c: _resolution(params) for c in initial},
                         design or claims.current_design(), seconds=ad.seconds, clock=clock,
-                        unit_seconds=unit_seconds, give_up_above=ad.give_up_above, order=order)
+                        unit_seconds=unit_seconds, give_up_above=ad.give_up_above, order=order, along=along)
+
+
+def control_twins(params: Union[ExperimentParams, CniExperimentParams], configs: Iterable[str]) -> dict[str, str]:
+    """Experiment E's A/A control (``control``): the configuration of each lab's control step -> its
+    twin's (label ``arm: twin``), those among ``configs``; empty for other experiments."""
+    if not isinstance(params, CniExperimentParams) or params.grid.control_step() is None:
+        return {}
+    proto, direction, size = params.grid.control_step()
+    configs = set(configs)
+    out = {}
+    for p in params.grid.paths():
+        labels = {"data_path": p.data_path, "link_mtu_bytes": p.link_mtu_bytes, "protocol": proto,
+                  "direction": direction, "file_bytes": size}
+        original, twin = cni_config(labels), cni_config({**labels, "arm": TWIN})
+        if original in configs and twin in configs:
+            out[original] = twin
+    return out
 
 
 def _adapt_tools(params: CniExperimentParams, backend, runnable: list[CniScenario], records, rec: RecordWriter,

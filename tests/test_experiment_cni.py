@@ -329,6 +329,32 @@ def test_repetitions_go_only_to_the_configurations_of_undecided_claims_and_say_w
     assert all(len(out.values[_key(*k)]) == 2 for k in FIRST if k[1] == "node-pod")
 
 
+def _twin(path, mtu=1500):
+    return X.cni_config({"data_path": path, "link_mtu_bytes": mtu, "protocol": "tcp", "direction": "node-pod",
+                         "arm": "twin"})
+
+
+def test_the_a_a_twin_rides_along_with_its_original_and_asks_for_no_repetition_itself(tmp_path):
+    """E's A/A control (``control``): a twin far from its original (an undecided A/A claim) gets no
+    repetition while the original's claims are decided (session 30's run: the control drove E's looks
+    and spent its seconds budget); once the original is repeated for a claim, the twin is repeated as
+    often, each labelled why."""
+    p = _load(_params(tmp_path, **ADAPT_GRID, control=True, adaptive={"max_repetitions": 4}))
+    twins = {_twin("direct"): {0: 7.0, 1: 13.0}, _twin("vxlan"): {0: 3.0, 1: 7.0}}
+    out, calls = _glue(p, {**_recorded(), **twins})
+    assert {a.config for a in out.added} == {_key("direct", "pod-pod"), _key("vxlan", "pod-pod")}
+    assert all(len(out.values[t]) == 2 for t in twins)
+    # "direct beats vxlan" at node-pod now undecided too (vxlan noisy): node-pod repeated, each twin with it
+    close = {**_recorded({("vxlan", "node-pod"): {0: 9.0, 1: 5.0}}), **twins}
+    out, calls = _glue(p, close)
+    for path in ("direct", "vxlan"):
+        original = [(a.repetition, a.look) for a in out.added if a.config == _key(path, "node-pod")]
+        riding = [(a.repetition, a.look) for a in out.added if a.config == _twin(path)]
+        assert original and riding == original
+        assert all(a.reason == f"along with {_key(path, 'node-pod')}" for a in out.added if a.config == _twin(path))
+    assert calls == out.added
+
+
 def test_the_seconds_budget_stops_before_a_repetition_that_would_exceed_it(tmp_path):
     t = [0.0]
 
