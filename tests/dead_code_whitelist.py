@@ -23,6 +23,7 @@ _._unique_mtus
 _._mtus_fit
 _._density_switch
 _._frame_sizes_of_this_lab
+_._max_covers_first
 _._one  # K8sPlacement: node or node_labels
 _._not_empty  # CniExperimentParams
 _._seconds_number  # AdaptiveParams

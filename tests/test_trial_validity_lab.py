@@ -52,3 +52,32 @@ def test_stalled_trials_are_invalid_in_the_records_and_end_the_search(clean_host
     later_invalid = sum(not t["valid"] for t in trials[7:])
     assert searches_frame(path)["invalid_trials"].tolist() == [later_invalid]
     assert len(invalid_trials_frame(path)) == 7 + later_invalid
+
+
+def test_a_trial_behind_a_held_backlog_is_flushed_first_and_counts_its_own_frames(clean_host):
+    """Known path: F's tap pod (``ovs-dpdk-tap``) keeps an overloaded trial's frames in its
+    packet-socket TX ring until new traffic pushes them out (docs/experiment-f.md). At 30 kpps
+    (the tap forwards ~9 kpps) trial 1 leaves ~4,000 frames there; trial 2 receives them, not its
+    own, and is invalid for the backlog, which no pause clears; the measurer then flushes before
+    trial 3 (uncounted, 1 kpps), which counts its own frames with no backlog."""
+    from nfvlab.scenario import Scenario
+    from nfvlab.trial import FLUSH_RATE_PPS, GeneratorMeasurer, backlog_fault
+
+    with Lab(Scenario("ovs-dpdk-tap")) as lab:
+        gen = EmbeddedGenerator(lab.streams, flows=1, latency_pps=0, tracker=lab)
+        try:
+            m = GeneratorMeasurer(gen, 64)
+            first, behind, after = (m(30_000, 0.5) for _ in range(3))
+        finally:
+            gen.close()
+    assert locked_residue() == NO_RESIDUE
+    assert "flushed_before" not in first.extra and "flushed_before" not in behind.extra
+    assert not behind.valid and "had not settled" in behind.invalid_reason
+    assert backlog_fault(behind.directions) is not None
+    flushed = after.extra["flushed_before"]
+    assert flushed["rate_pps"] == FLUSH_RATE_PPS and flushed["duration_s"] == 0.5
+    assert flushed["stale_packets"] > 100  # trial 2's frames, pushed out by the flush
+    # a generator stall may still make trial 3 invalid (the host's), never the backlog
+    assert backlog_fault(after.directions) is None
+    assert all(d.received_packets > 0 and (d.stale_packets or 0) <= 0.001 * d.intended_packets
+               for d in after.directions)
