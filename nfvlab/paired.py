@@ -63,6 +63,9 @@ class BlockPlan:
         Equivalence margin: the ratio shown inside ``[1/(1+margin), 1+margin]`` is "equivalent".
     power : float
         Power the detectable difference and the blocks needed refer to.
+    give_up_above : int, optional
+        Non-binding futility (:meth:`futile`): from the second look on, an undecided comparison
+        needing more blocks than this is given up. None: never.
     """
 
     first: int = 6
@@ -71,6 +74,7 @@ class BlockPlan:
     alpha: float = 0.05
     margin: float = 0.05
     power: float = 0.80
+    give_up_above: Optional[int] = None
 
     def __post_init__(self):
         Plan(self.first, self.step, self.max_blocks)  # its checks: 2 <= first <= max, step >= 1
@@ -85,6 +89,13 @@ class BlockPlan:
     def alpha_at(self, look: int) -> float:
         """The level look ``look`` (0-based) spends."""
         return Plan(self.first, self.step, self.max_blocks).alpha_at(look, self.alpha)
+
+    def futile(self, look: int, result: "PairedResult") -> bool:
+        """Whether look ``look`` (0-based) gives the comparison up: undecided at its second look or
+        later, needing more than :attr:`give_up_above` blocks (or more than can be counted). One look
+        alone is not trusted with it (its SD from a handful of blocks)."""
+        return (self.give_up_above is not None and look >= 1 and result.verdict == "undecided"
+                and (result.blocks_needed is None or result.blocks_needed > self.give_up_above))
 
 
 @dataclass(frozen=True)
@@ -211,13 +222,14 @@ def paired_test(log_ratios: Sequence[float], *, level: float, margin: float, pow
 
 def sequential(measure_block: Callable[[int], float], plan: BlockPlan = BlockPlan()) -> list[PairedResult]:
     """Measure blocks (``measure_block(i)`` returns block ``i``'s paired log-ratio) look by look and
-    stop at the first decided look or at the cap; returns every look's result, the last the verdict."""
+    stop at the first decided look, a futile one (:meth:`BlockPlan.futile`) or the cap; returns every
+    look's result, the last the verdict."""
     d: list[float] = []
     looks = []
     for k, n in enumerate(plan.looks):
         while len(d) < n:
             d.append(measure_block(len(d)))
         looks.append(paired_test(d, level=plan.alpha_at(k), margin=plan.margin, power=plan.power))
-        if looks[-1].verdict != "undecided":
+        if looks[-1].verdict != "undecided" or plan.futile(k, looks[-1]):
             break
     return looks

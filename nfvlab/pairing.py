@@ -20,8 +20,9 @@ compares (:func:`nfvlab.claimsets.compared_pairs`) is measured anew with both la
   ``metric: forwarding``: as ``common``, each arm at ``overload`` x its own NDR. The blocks
   are judged by their trimmed mean (:func:`nfvlab.paired.paired_test`). Blocks are added look by
   look (:class:`nfvlab.paired.BlockPlan`, Pocock-type alpha spending) at the pair's share of the claim's
-  alpha (Bonferroni over the pairs of the claims it belongs to) until decided, at ``max_blocks``, or when
-  the phase's time budget is spent. (The analysis re-judges a claim's pairs by Holm from their recorded
+  alpha (Bonferroni over the pairs of the claims it belongs to) until decided, at ``max_blocks``, when
+  it is futile (``give_up_above``, :meth:`nfvlab.paired.BlockPlan.futile`), or when the phase's time
+  budget is spent. (The analysis re-judges a claim's pairs by Holm from their recorded
   blocks: :func:`nfvlab.analysis_paired.holm`.)
 * **A/A control.** The configuration compared most often against a second lab instance of itself:
   the design's own noise floor, which must not come out as a difference.
@@ -227,7 +228,7 @@ def _compare(params: ExperimentParams, backend, ceiling, comp: Comparison, rec: 
         rng = random.Random(f"{pp.seed}:{rec.run_id}:{comp.key}")
         # The control asks one thing (a difference where there is none?): its first two looks answer it.
         plan = BlockPlan(pp.first_blocks, pp.step, control_blocks(pp) if comp.control else pp.max_blocks,
-                         alpha=comp.alpha, margin=pp.margin)
+                         alpha=comp.alpha, margin=pp.margin, give_up_above=pp.give_up_above)
         block = _ndr_block if pp.metric == "ndr" else _forwarding_block
         load = common_load_pps(comp, pp.common_load, caps) if pp.metric == "common" else None
         d: list[float] = []
@@ -251,6 +252,9 @@ def _compare(params: ExperimentParams, backend, ceiling, comp: Comparison, rec: 
                      f"[{result.ci_low:.3f}, {result.ci_high:.3f}] {result.verdict}")
             if result.verdict != "undecided":
                 stopped = "decided"
+                break
+            if plan.futile(k, result):
+                stopped = "futile"
                 break
     if result is None:
         return not_testable(comp, f"{lost} blocks lost: {'; '.join(dict.fromkeys(why_lost))}", rec, bar)

@@ -128,3 +128,31 @@ def test_a_ten_percent_difference_is_decided_in_the_blocks_the_design_claims():
                   for block in sources) / n
     # 80 % power claimed; 3 standard errors of a proportion of 400 below it
     assert decided >= 0.80 - 3 * math.sqrt(0.8 * 0.2 / n), (claimed, decided)
+
+
+def test_futility_gives_up_a_comparison_that_cannot_be_decided_within_the_cap_and_keeps_alpha():
+    """``give_up_above``: from the second look, an undecided comparison needing more blocks than that is
+    given up (the OVS-against-OVS pairs of the published runs needed 69-999 blocks at 8-20 blocks).
+    Never at the first look; under the null with spells the false positive rate stays within alpha and
+    the blocks spent fall by far; a 10 % difference loses little of its power."""
+    noisy = [0.6, -0.5, 0.4, -0.7, 0.5, -0.4, 0.7, -0.6] * 3  # a ratio near 1, SD ~0.6: hopeless in 20 blocks
+    capped = sequential(lambda i: noisy[i], BlockPlan(4, 4, 20))
+    assert [x.blocks for x in capped] == [4, 8, 12, 16, 20]
+    gave_up = sequential(lambda i: noisy[i], BlockPlan(4, 4, 20, give_up_above=80))
+    assert [x.blocks for x in gave_up] == [4, 8] and gave_up[-1].verdict == "undecided"
+    assert gave_up[0].blocks_needed is None or gave_up[0].blocks_needed > 80  # the first look alone: not trusted
+    assert gave_up[-1].blocks_needed is None or gave_up[-1].blocks_needed > 80
+    decided_at_once = sequential(lambda i: 0.2, BlockPlan(4, 4, 20, give_up_above=5))
+    assert [x.blocks for x in decided_at_once] == [4] and decided_at_once[-1].verdict == "larger"
+
+    n = 400
+    for ratio in (1.0, 1.10):
+        runs = {g: [sequential(_block_source(20_000 + s, ratio, 0.7, 20), BlockPlan(4, 4, 20, give_up_above=g))
+                    for s in range(n)] for g in (None, 80)}
+        shown = {g: sum(r[-1].verdict in ("larger", "smaller") for r in rs) / n for g, rs in runs.items()}
+        blocks = {g: float(np.mean([r[-1].blocks for r in rs])) for g, rs in runs.items()}
+        assert blocks[80] < 0.8 * blocks[None], (ratio, blocks)
+        if ratio == 1.0:
+            assert shown[80] <= shown[None] and shown[80] <= 0.05, shown
+        else:
+            assert shown[80] >= shown[None] - 0.05, shown  # the power it costs

@@ -57,6 +57,12 @@ class PairedParams(_Strict):
     """Measure the A/A control (the design's own noise floor, which must not come out as a difference):
     its first two looks, ``first_blocks + step`` blocks at most (it asks only whether the design shows a
     difference where there is none)."""
+    give_up_above: Optional[int] = Field(default=None, strict=True, ge=2, le=100000)
+    """Non-binding futility: from its second look on, an undecided comparison whose blocks needed
+    (:attr:`nfvlab.paired.PairedResult.blocks_needed`, from its blocks so far, at the full alpha)
+    exceed this, or are beyond counting, is given up (recorded ``stopped: futile``): it would not
+    be decided within ``max_blocks``. Stopping early never adds a verdict, so alpha holds; the
+    cost is a little power. null: only the cap and the budget stop it."""
     seconds: Optional[Annotated[float, Field(gt=0, le=86400)]] = None
     """Time budget of the whole phase, seconds: no look starts once it is spent (null: only
     ``max_blocks`` bounds it); an unfinished comparison is recorded undecided, with why."""
