@@ -23,6 +23,7 @@ from nfvlab.plots.bars import grouped_bars
 from nfvlab.plots.latency import spectrum_figure
 from nfvlab.plots.output import figure_style, new_figure, save_png
 from nfvlab.plots.throughput import throughput_vs_frame_size
+from nfvlab.scenario.cni import TWIN as TWIN_ARM
 
 PathLike = Union[str, Path]
 
@@ -351,14 +352,33 @@ def select(df: pd.DataFrame, **conditions) -> pd.DataFrame:
 
 def inputs(records: PathLike, goal: Optional[str], models: Optional[list[str]]):
     """Search rows of ``goal`` (None: the first recorded, :func:`first_goal`) and ``models``
-    (None: every model in the records), the notes of those models, and the models."""
+    (None: every model in the records), the notes of those models, and the models. An A/A
+    control's twin searches (``arm: twin``) are not among them: they enter its claims row only
+    (:func:`control_searches`)."""
     s = results.searches_frame(records)
+    s = s[s["arm"] != TWIN_ARM]
     notes = results.not_realizable_frame(records)
     if models is None:
         models = levels(s["model"], notes["model"])
     goal = goal or first_goal(s)
     return (select(s, goal=goal, model=list(models)), select(notes, model=list(models)),
             list(models))
+
+
+def control_searches(records: PathLike, goal: str) -> pd.DataFrame:
+    """The A/A control's searches of ``goal``: every search of a cell that has twins (``arm: twin``),
+    the originals' ``arm`` set to ``original``; empty when the records have no control."""
+    s = select(results.searches_frame(records), goal=goal)
+    twins = s[s["arm"] == TWIN_ARM]
+    if twins.empty:
+        return s.iloc[0:0]
+    def cells(d: pd.DataFrame) -> list:
+        return [(m, None if pd.isna(u) else int(u), str(f)) for m, u, f in zip(d["model"], d["mtu_bytes"], d["frame_size"])]
+
+    twin_cells = set(cells(twins))
+    out = s[[c in twin_cells for c in cells(s)]].copy()
+    out["arm"] = out["arm"].fillna("original")
+    return out
 
 
 def first_goal(searches: pd.DataFrame) -> str:

@@ -133,6 +133,8 @@ def _dump(params, source: Optional[str]) -> dict:
         del dump["adaptive"]
     elif dump.get("adaptive") and dump["adaptive"].get("give_up_above", 0) is None:  # as before the choice existed
         del dump["adaptive"]["give_up_above"]
+    if dump.get("control", 0) is None:  # no A/A control of the searches: as before the choice existed
+        del dump["control"]
     if dump.get("lab_instance") == "per-configuration":  # the default: as before the choice existed
         del dump["lab_instance"]
     dump["fingerprint"] = fingerprint(dump)
@@ -161,7 +163,9 @@ def run_experiment(params: Union[ExperimentParams, CniExperimentParams], records
     B and C: :func:`nfvlab.claimsets.search_claims_of`; any other refuses it before anything exists),
     after the fixed repetitions: adaptive repetitions (:func:`_adapt_searches`: each added search
     and its trials labelled ``added_look`` / ``added_reason``; the run's last note, of kind
-    ``adaptive``, says why it stopped). Experiment E
+    ``adaptive``, says why it stopped). With ``params.control`` (an A/A control, experiment F), its
+    cells (:func:`control_cells`) are searched a second time per repetition on a lab of their own,
+    labelled ``arm: twin`` (:data:`TWIN_LABELS`), with no latency trials. Experiment E
     (:class:`~nfvlab.params.CniExperimentParams`): :func:`run_tools`.
     """
     if isinstance(params, CniExperimentParams):
@@ -204,19 +208,29 @@ def run_experiment(params: Union[ExperimentParams, CniExperimentParams], records
         cells = _cells(params, runnable)
         todo = [(rep, sc, fs) for rep in range(params.repetitions) for sc, fs in cells
                 if _key(sc.labels(), fs, rep) not in done]
-        total = len(cells) * params.repetitions
-        bar = Progress(params.experiment, len(todo), enabled=progress)
+        twins = [(rep, sc, fs) for rep in range(params.repetitions) for sc, fs in control_cells(params, runnable)
+                 if _key({**sc.labels(), **TWIN_LABELS}, fs, rep) not in done]
+        total = (len(cells) + len(control_cells(params, runnable))) * params.repetitions
+        todo_n = len(todo) + len(twins)
+        bar = Progress(params.experiment, todo_n, enabled=progress)
         bar.note(f"{len(runnable)} of {len(grid)} configurations realizable on this {backend.kind} lab, "
                  f"{params.repetitions} repetition(s), {len(params.traffic.frame_sizes)} frame size(s): "
-                 f"{total} searches" + (f"; resuming run {previous.run_id}: {total - len(todo)} done, "
-                                        f"{len(todo)} to go" if previous else ""))
+                 f"{total} searches" + (" (an A/A control's twins among them)" if params.control else "")
+                 + (f"; resuming run {previous.run_id}: {total - todo_n} done, {todo_n} to go" if previous else ""))
         for rep in range(params.repetitions):
             for sc in runnable:
                 sizes = [fs for r, s, fs in todo if r == rep and s == sc]
                 per_lab = [[fs] for fs in sizes] if params.lab_instance == "per-frame-size" else [sizes]
+                twin = [fs for r, s, fs in twins if r == rep and s == sc]
+                # the twin side by side with its original, on a lab of its own: after it in even
+                # repetitions, before it in odd ones (whichever goes first, the ratio's bias cancels)
+                if twin and rep % 2:
+                    _measure(params, backend, calibration, sc, rep, rec, bar, twin, dict(TWIN_LABELS))
                 for group in per_lab:
                     if group:
                         _measure(params, backend, calibration, sc, rep, rec, bar, group)
+                if twin and not rep % 2:
+                    _measure(params, backend, calibration, sc, rep, rec, bar, twin, dict(TWIN_LABELS))
         bar.note(f"done: {bar.done} searches, {bar.trials} trials in "
                  f"{_duration(time.monotonic() - bar.t0)}")
         if params.adaptive is not None:
@@ -224,6 +238,20 @@ def run_experiment(params: Union[ExperimentParams, CniExperimentParams], records
         if params.paired is not None:
             _paired_phase(params, backend, calibration, runnable, records, rec, bar)
         return rec.run_id
+
+
+#: The labels of an A/A control's twin search (``params.control``), beside the scenario's.
+TWIN_LABELS = {"arm": TWIN}
+
+
+def control_cells(params: ExperimentParams, grid: Iterable[Scenario]) -> list[tuple[Scenario, object]]:
+    """The (scenario, frame size) of ``grid`` that ``params.control`` searches a second time per
+    repetition (its twin): its model at its frame size, at its MTU (every MTU when null)."""
+    c = params.control
+    if c is None:
+        return []
+    return [(sc, fs) for sc, fs in _cells(params, grid) if sc.model == c.model and fs == c.frame_size
+            and (c.mtu_bytes is None or sc.mtu_bytes == c.mtu_bytes)]
 
 
 def _cells(params: ExperimentParams, grid: Iterable[Scenario]) -> list[tuple[Scenario, object]]:
@@ -360,7 +388,9 @@ def _tool_run(params: CniExperimentParams, lab, at, scenario: CniScenario, step:
 def _report(bar: Progress, what: str, outcome: str, extra: Optional[dict]) -> None:
     """A unit's progress line: counted (:meth:`Progress.update`), or, for an added repetition
     (``extra``: its labels), a line saying so and why."""
-    if extra:
+    if extra and extra.get("arm") == TWIN:
+        bar.update(f"{what} (A/A twin)", outcome)
+    elif extra:
         bar.note(f"added {what} ({extra['added_reason']}): {outcome}")
     else:
         bar.update(what, outcome)
@@ -785,7 +815,8 @@ def _search(params: ExperimentParams, calibration: Calibration, gen, scenario: S
     if not isinstance(results, list):  # a sweep's DataFrame: no rate to take latency at
         _report(bar, what, "sweep done", extra)
         return None
-    latency_under_load(params, gen, fs, results, rec, bar, rep, {**cl, **extra}, scenario.model)
+    if extra.get("arm") != TWIN:  # an A/A control's twin compares rates only
+        latency_under_load(params, gen, fs, results, rec, bar, rep, {**cl, **extra}, scenario.model)
     # Search results last: a resumed run (which skips searches with a result)
     # redoes a search whose latency trials were interrupted.
     for r in results:

@@ -78,8 +78,10 @@ def planned_units(params: AnyParams) -> list[tuple]:
                 for s in steps(params.grid)]
     cells = [(sc, fs) for sc in experiment.scenarios(params) for fs in params.traffic.frame_sizes
              if experiment.frame_fits(sc, fs)]
-    return [experiment.unit_key({**sc.labels(), "frame_size": fs, "repetition": rep})
-            for rep in range(params.repetitions) for sc, fs in cells]
+    twins = experiment.control_cells(params, experiment.scenarios(params))  # an A/A control's second searches
+    return [experiment.unit_key({**sc.labels(), **extra, "frame_size": fs, "repetition": rep})
+            for rep in range(params.repetitions)
+            for cell_list, extra in ((cells, {}), (twins, experiment.TWIN_LABELS)) for sc, fs in cell_list]
 
 
 def _time(rec: dict) -> datetime:

@@ -75,7 +75,9 @@ def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "lates
     pandas.DataFrame
         ``experiment``, ``run_id``, ``model``, the :data:`CONFIG_LABELS` (``pinning``,
         ``numa``, ``noisy_load_pct``, ``topology``, ``instances``, ``nfs``, ``mtu_bytes``),
-        ``frame_size`` (int or "IMIX"), ``repetition``, ``goal`` (ndr/pdr/mrr), ``method``, ``loss_ratio``,
+        ``frame_size`` (int or "IMIX"), ``repetition``, ``arm`` (``twin``: an A/A control's second search of its
+        cell in the repetition, ``ExperimentParams.control``; else None), ``goal`` (ndr/pdr/mrr), ``method``,
+        ``loss_ratio``,
         ``throughput_pps`` (per direction), ``lower_bound_pps``, ``upper_bound_pps``,
         ``throughput_gbps_l1`` / ``throughput_gbps_l2`` (per direction, at the frame
         size), ``n_trials``, ``trial_seconds``, ``invalid_trials`` (trials the generator ruled
@@ -102,7 +104,8 @@ def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "lates
             rows.append({
                 "experiment": exp, "run_id": r["run_id"], "model": lab.get("model"),
                 **{k: lab.get(k) for k in CONFIG_LABELS}, "frame_size": fs,
-                "repetition": lab.get("repetition"), "goal": res.get("goal"), "method": res.get("method"),
+                "repetition": lab.get("repetition"), "arm": lab.get("arm"), "goal": res.get("goal"),
+                "method": res.get("method"),
                 "loss_ratio": res.get("loss_ratio"), "throughput_pps": tp,
                 "lower_bound_pps": res.get("lower_bound_pps"), "upper_bound_pps": res.get("upper_bound_pps"),
                 "throughput_gbps_l1": linerate.pps_to_gbps(tp, fs, 1) if tp is not None else None,
@@ -113,7 +116,8 @@ def searches_frame(paths: Union[PathLike, Iterable[PathLike]], run: str = "lates
                 "generator_limited": res.get("generator_limited"),
                 **{k: res.get(k) for k in SEARCH_RFC9971}, "flags": ";".join(res.get("flags") or ()),
             })
-    cols = ["experiment", "run_id", "model", *CONFIG_LABELS, "frame_size", "repetition", "goal", "method", "loss_ratio",
+    cols = ["experiment", "run_id", "model", *CONFIG_LABELS, "frame_size", "repetition", "arm", "goal", "method",
+            "loss_ratio",
             "throughput_pps", "lower_bound_pps", "upper_bound_pps", "throughput_gbps_l1",
             "throughput_gbps_l2", "n_trials", "trial_seconds", "invalid_trials", "not_offered_pps", "generator_limited",
             *SEARCH_RFC9971,

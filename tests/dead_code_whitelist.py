@@ -24,6 +24,7 @@ _._mtus_fit
 _._density_switch
 _._frame_sizes_of_this_lab
 _._max_covers_first
+_._control_in_grid
 _._one  # K8sPlacement: node or node_labels
 _._not_empty  # CniExperimentParams
 _._seconds_number  # AdaptiveParams

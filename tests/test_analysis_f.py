@@ -2,6 +2,7 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from nfvlab import analysis, experiments, linerate
@@ -12,14 +13,16 @@ MEMIF, TAP = exp_f.F_MEMIF, exp_f.F_TAP
 SIZES = {1500: (64, 1518), 9000: (64, 1518, 9018)}
 
 
-def f_records(path, memif_pps, tap_pps, *, reps=6, noise=0.002, dsa=0, goal="mrr", seed=3):
+def f_records(path, memif_pps, tap_pps, *, reps=6, noise=0.002, dsa=0, goal="mrr", seed=3, twin=None):
     """Records of experiment F: ``memif_pps`` / ``tap_pps`` = {(mtu, frame size): mean pps}.
 
+    ``twin``: an A/A control (params ``control``) of tap at MTU 1500, 64 B: each repetition also a
+    twin search (``arm: twin``) of ``twin`` x tap's mean there, with the same noise.
     Every repetition is ``mean * (1 + noise * z)``, z standard normal (seeded); 9018 B at
     MTU 1500 gets a ``frame-too-large`` note, as run_experiment writes it. ``dsa``: the
     provenance's ``lab.intel_dsa_devices`` (None: not recorded).
     """
-    rng = np.random.default_rng(seed)
+    rng, twin_rng = np.random.default_rng(seed), np.random.default_rng(seed + 1)  # twins leave the rest alone
     prov = {"cpu_count": 2, "lab": {} if dsa is None else {"intel_dsa_devices": dsa}}
     with RecordWriter(path, "f-memif-tap", {}, provenance=prov) as rec:
         for model in (MEMIF, TAP):
@@ -33,6 +36,11 @@ def f_records(path, memif_pps, tap_pps, *, reps=6, noise=0.002, dsa=0, goal="mrr
                     rec.search({"goal": goal, "method": "synthetic", "throughput_pps": v, "loss_ratio": 0.0,
                                 "generator_limited": False}, repetition=rep, model=model, pinning="plan",
                                numa="s1", mtu_bytes=mtu, frame_size=fs)
+            if twin is not None:
+                v = float(tap_pps[(1500, 64)] * twin * (1 + noise * twin_rng.standard_normal()))
+                rec.search({"goal": goal, "method": "synthetic", "throughput_pps": v, "loss_ratio": 0.0,
+                            "generator_limited": False}, repetition=rep, model=TAP, pinning="plan",
+                           numa="s1", mtu_bytes=1500, frame_size=64, arm="twin")
     return path
 
 
@@ -117,3 +125,23 @@ def test_write_experiment_f_tables_figure_metrics(tmp_path):
     metrics = json.loads((tmp_path / "m.json").read_text())
     assert metrics[f"{MEMIF}/9000/9018/ndr_kpps"] == pytest.approx(300, rel=0.01)
     assert metrics["claims/holds"] >= 5 and metrics["claims/not_testable"] == 1
+
+
+@pytest.mark.parametrize("twin, expect", [(1.0, "holds"), (1.3, "contradicted")])
+def test_the_a_a_control_judges_a_search_against_its_twin_and_leaves_the_rest_alone(tmp_path, twin, expect):
+    """Twins (``arm: twin``) of tap at MTU 1500, 64 B: one claims row, paired by repetition, holds at
+    1.0x and is contradicted at 1.3x (a difference the design would have shown where none exists);
+    the throughput table and every other claim are those of the same records without twins."""
+    plain = experiments.tables("f", f_records(tmp_path / "f.jsonl", grid(300_000), grid(100_000)), [MEMIF, TAP])
+    tabs = experiments.tables("f", f_records(tmp_path / "t.jsonl", grid(300_000), grid(100_000), twin=twin),
+                              [MEMIF, TAP])
+    c = tabs["claims"]
+    row = c[c["claim"] == exp_f.CONTROL_CLAIM]
+    assert len(row) == 1 and row["condition"].iloc[0] == f"{TAP}, MTU 1500, 64 B"
+    assert row["verdict"].iloc[0] == expect and row["pair"].iloc[0] == "original ~ twin"
+    assert int(row["n"].iloc[0]) == 6
+    others = c[c["claim"] != exp_f.CONTROL_CLAIM].reset_index(drop=True)
+    pd.testing.assert_frame_equal(others[["claim", "condition", "verdict"]],
+                                  plain["claims"][["claim", "condition", "verdict"]])
+    pd.testing.assert_frame_equal(tabs["throughput"], plain["throughput"])
+    assert not (plain["claims"]["claim"] == exp_f.CONTROL_CLAIM).any()  # no twins, no row

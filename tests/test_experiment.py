@@ -95,6 +95,37 @@ def test_a_lab_per_frame_size_builds_one_for_every_search(clean_host, tmp_path):
 
 
 @pytest.mark.lab
+def test_an_a_a_control_searches_its_cell_twice_per_repetition_side_by_side_on_labs_of_its_own(clean_host,
+                                                                                                tmp_path):
+    """params ``control``: the cell searched a second time per repetition on its own lab, labelled
+    ``arm: twin`` (no latency trials), after its original in even repetitions and before it in odd
+    ones; the plan counts the twins, a resumed run's keys tell them apart, the tables leave them out."""
+    from nfvlab import plan
+
+    params = P.validate(P.ExperimentParams, {**TINY, "models": ["macvlan"], "repetitions": 2,
+                                             "latency_load_fractions": [0.0],
+                                             "control": {"model": "macvlan", "frame_size": FRAME}})
+    backend = KnownCapacityLab(CAPACITY_PPS)
+    rec = tmp_path / "raw.jsonl"
+    run_experiment(params, rec, backend=backend)
+    assert locked_residue() == NO_RESIDUE
+    assert backend.opened == ["macvlan"] * 4  # a lab each: two originals, two twins
+    s = R.searches_frame(rec)
+    assert [(r, a) for r, a in zip(s["repetition"], s["arm"].fillna("-"))] == [(0, "-"), (0, "twin"),
+                                                                               (1, "twin"), (1, "-")]
+    lat = R.latency_frame(rec)
+    assert len(lat) == 2 and (lat["repetition"].tolist() == [0, 1])  # the originals' only
+    recs = read_records(rec)
+    assert recs[0]["params"]["control"] == {"model": "macvlan", "frame_size": FRAME, "mtu_bytes": None}
+    keys = {X.unit_key(r["labels"]) for r in recs if r["type"] == "search"}
+    assert keys == set(plan.planned_units(params)) and len(keys) == 4
+    assert "control" not in X._dump(P.validate(P.ExperimentParams, TINY), None)
+    from nfvlab.analysis import control_searches, inputs
+    assert (inputs(rec, "ndr", None)[0]["arm"].isna()).all() and len(inputs(rec, "ndr", None)[0]) == 2
+    assert sorted(control_searches(rec, "ndr")["arm"]) == ["original", "original", "twin", "twin"]
+
+
+@pytest.mark.lab
 def test_no_search_finds_more_than_the_known_capacity_and_unrealizable_models_are_notes(clean_host, tmp_path, capsys):
     rec = tmp_path / "raw.jsonl"
     backend = KnownCapacityLab(CAPACITY_PPS)

@@ -280,7 +280,7 @@ def test_experiment_d_notebook_measures_a_density_corner(tmp_path, clean_host):
 
 
 def test_experiment_f_notebook_sends_jumbo_frames_only_where_the_mtu_carries_them(tmp_path, clean_host):
-    tiny = {"repetitions": 1, "mtu_bytes": [1500, 9000], "traffic": {"frame_sizes": [9018]},
+    tiny = {"repetitions": 1, "mtu_bytes": [1500, 9000], "traffic": {"frame_sizes": [9018]}, "control": None,
             "trial": {"duration_s": 0.5},
             "search": {"method": "mrr", "initial_trial_duration_s": 0.5, "final_trial_duration_s": 0.5,
                        "min_rate_pps": 100, "max_rate_pps": 1000}}

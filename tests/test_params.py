@@ -236,3 +236,30 @@ def test_frame_sizes_by_lab_keeps_a_subset_on_that_lab_only():
         with pytest.raises(P.ParamsError, match=says):
             P.load_experiment("params/quick/experiment_a.yaml", "params/lab.kubernetes.yaml",
                               {"frame_sizes_by_lab": bad})
+
+
+@pytest.mark.parametrize("text, message", [
+    ("models: [macvlan]\ncontrol: {model: vpp, frame_size: 64}",
+     "(top level): control.model: vpp is not one of models (macvlan)"),
+    ("models: [macvlan]\ncontrol: {model: macvlan, frame_size: 512}",
+     "(top level): control.frame_size: 512 is not one of traffic.frame_sizes ([64, 1518])"),
+    ("models: [macvlan]\nmtu_bytes: [1500]\ncontrol: {model: macvlan, frame_size: 64, mtu_bytes: 9000}",
+     "(top level): control.mtu_bytes: 9000 is not one of mtu_bytes ([1500])"),
+    ("models: [macvlan]\npaired: {}\ncontrol: {model: macvlan, frame_size: 64}",
+     "(top level): control: the paired phase has its own A/A control (paired.control); remove control:"),
+    ("models: [macvlan]\nrepetitions: 2\nadaptive: {max_repetitions: 4}\ncontrol: {model: macvlan, frame_size: 64}",
+     "(top level): control: not with adaptive repetitions (they would not repeat the twin); remove control: or "
+     "adaptive:"),
+    ("models: [macvlan]\ncontrol: {model: macvlan, frame_size: 64, arm: x}", "control.arm: unknown key"),
+])
+def test_a_search_control_names_a_cell_of_the_grid_in_one_line(tmp_path, text, message):
+    p = write(tmp_path, "experiment: f-x\ntraffic: {frame_sizes: [64, 1518]}\n" + text)
+    with pytest.raises(P.ParamsError) as ei:
+        P.load(p, P.ExperimentParams)
+    assert str(ei.value) == f"{p}: {message}"
+
+
+def test_experiment_f_has_an_a_a_control_of_tap_in_both_profiles():
+    for profile in ("quick", "full"):
+        p = P.load_experiment(REPO / f"params/{profile}/experiment_f.yaml", REPO / "params/lab.yaml")
+        assert (p.control.model, p.control.mtu_bytes, p.control.frame_size) == ("ovs-dpdk-tap", 1500, 64)

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 
 from nfvlab import linerate, results
-from nfvlab.analysis import (CLAIM_COLUMNS, HOST_ONLY, claim_counts, claim_rows, config_table, first_goal, inputs,
-                             levels, measured_rates, metric_values, select, status_kind, status_of)
+from nfvlab.analysis import (CLAIM_COLUMNS, HOST_ONLY, claim_counts, claim_rows, config_table, control_searches,
+                             first_goal, inputs, levels, measured_rates, metric_values, select, status_kind,
+                             status_of)
 from nfvlab.experiments.base import Experiment, PathLike
 from nfvlab.plots.output import figure_style, new_figure, save_png
 from nfvlab.plots.throughput import throughput_vs_frame_size
@@ -27,6 +28,8 @@ GOAL = None
 F_MEMIF, F_TAP = "ovs-dpdk-memif", "ovs-dpdk-tap"
 #: "Far above": memif's rate at least this many times tap's, at the same MTU and frame size.
 FAR_RATIO = 2.0
+#: The A/A control's claim (params ``control``), as the claims table shows it.
+CONTROL_CLAIM = "A/A control: no difference between a search and its twin (two lab instances, side by side)"
 #: What the seed's DSA figures need, as the claims table says when a host lacks it.
 DSA_CLAIM = "seed 003: Intel DSA offload of memif copies raises throughput further"
 
@@ -102,6 +105,7 @@ def tables_f(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
                   for m in big}
             rows += claim_rows("seed 003: MTU 9000 better than 1500 for large frames (L2 Gbit/s at the largest "
                                "frame each MTU carries)", model, [[level[9000], level[1500]]], sub, "cell", st)
+    rows += control_rows(records, goal)
     dsa = _dsa_devices(records)
     if not dsa:
         why = ("this host has no Intel DSA (no /sys/bus/dsa devices when the run was recorded)" if dsa == 0
@@ -113,6 +117,21 @@ def tables_f(records: PathLike, models: Optional[list[str]] = None) -> dict[str,
                      "detail": f"{dsa} DSA device(s) present, but nfvlab has no DSA-offloaded memif model"})
     return {"throughput": table, "claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)}
 
+
+
+def control_rows(records: PathLike, goal: str) -> list[dict]:
+    """The A/A control's claims rows (params ``control``): per controlled cell, its search and its twin's
+    (label ``arm: twin``, measured side by side on two lab instances) about equal, judged on the
+    per-repetition log-ratios (paired) with the design's equivalence margin; a difference shown there
+    is the design's, since none exists. Empty without a control."""
+    c = control_searches(records, goal)
+    rows = []
+    for (model, mtu, fs), cell in c.groupby(["model", "mtu_bytes", "frame_size"], sort=False):
+        status = {arm: ("measured" if cell.loc[cell["arm"] == arm, "throughput_pps"].notna().any() else
+                        "search failed") for arm in ("original", "twin")}
+        rows += claim_rows(CONTROL_CLAIM, f"{model}, MTU {mtu:g}, {fs} B", [("original", "twin")],
+                           measured_rates(cell), "arm", status, kind="equality", by_repetition=True)
+    return rows
 
 
 def figures_f(tabs: dict[str, pd.DataFrame], out: Path, dpi: int = 110) -> list[Path]:

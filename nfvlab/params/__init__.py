@@ -17,7 +17,7 @@ One concept per module; every public name is re-exported here (``nfvlab.params.X
 * :mod:`~nfvlab.params.lab` -- the lab profile: :class:`LabParams`, :class:`KubernetesParams`,
   :class:`K8sPlacement`;
 * :mod:`~nfvlab.params.experiment` -- :class:`ExperimentParams`, :class:`ResourceParams`,
-  :class:`DensityParams`, and the pipeline's :class:`CalibrationParams`, :class:`ProfileParams`,
+  :class:`DensityParams`, :class:`SearchControl`, and the pipeline's :class:`CalibrationParams`, :class:`ProfileParams`,
   :class:`ReferenceParams`;
 * :mod:`~nfvlab.params.cni` -- experiment E's :class:`CniExperimentParams`;
 * :mod:`~nfvlab.params.adaptive` -- :class:`AdaptiveParams`, an experiment's ``adaptive:`` section;
@@ -44,6 +44,7 @@ from nfvlab.params.experiment import (
     Ratio,
     ReferenceParams,
     ResourceParams,
+    SearchControl,
 )
 from nfvlab.params.generator import AnyGenerator, GeneratorParams, TrexParams
 from nfvlab.params.lab import K8sPlacement, KubernetesParams, LabParams
@@ -74,6 +75,7 @@ __all__ = [
     "Ratio",
     "ReferenceParams",
     "ResourceParams",
+    "SearchControl",
     "SearchParams",
     "TrafficParams",
     "TrexParams",

@@ -57,6 +57,18 @@ class DensityParams(_Strict):
     """Network functions per service instance (matrix columns)."""
 
 
+class SearchControl(_Strict):
+    """An A/A control of an experiment whose claims its searches decide (F): one cell searched a
+    second time in every repetition, on a lab instance of its own, labelled ``arm: twin``."""
+
+    model: ModelName
+    """The model (one of ``models``)."""
+    frame_size: FrameSize
+    """The frame size (one of ``traffic.frame_sizes``)."""
+    mtu_bytes: Optional[int] = None
+    """The MTU (one of ``mtu_bytes``); ``null``: every MTU of the grid, a control each."""
+
+
 class ExperimentParams(_Strict):
     """One experiment: models x resources (x density) x traffic x search, repeated."""
 
@@ -89,6 +101,11 @@ class ExperimentParams(_Strict):
     paired: Optional[PairedParams] = None
     """The paired phase after the searches (:class:`~nfvlab.params.paired.PairedParams`): the claims
     decided by randomized ABBA blocks of short trials; null: judged on the NDR searches."""
+    control: Optional[SearchControl] = None
+    """An A/A control of the searches (:class:`SearchControl`): its cell searched twice per repetition,
+    side by side, the second labelled ``arm: twin``; the analysis judges the two about equal (the
+    design's noise floor, which must not come out as a difference). Not with ``paired`` (which has its
+    own, ``paired.control``) or ``adaptive``. null: none."""
     lab_instance: Literal["per-configuration", "per-frame-size"] = "per-configuration"
     """How often the lab is built: once per configuration and repetition, its frame sizes measured
     one after the other on it, or afresh for every frame size, so each search starts on a DUT no
@@ -138,6 +155,25 @@ class ExperimentParams(_Strict):
                              f"({self.traffic.frame_sizes}), not {foreign or only}")
         kept = [f for f in self.traffic.frame_sizes if f in only]
         object.__setattr__(self, "traffic", self.traffic.model_copy(update={"frame_sizes": kept}))  # frozen model
+        return self
+
+    @model_validator(mode="after")
+    def _control_in_grid(self) -> "ExperimentParams":
+        c = self.control
+        if c is None:
+            return self
+        if self.paired is not None:
+            raise ValueError("control: the paired phase has its own A/A control (paired.control); remove control:")
+        if self.adaptive is not None:
+            raise ValueError("control: not with adaptive repetitions (they would not repeat the twin); "
+                             "remove control: or adaptive:")
+        if c.model not in self.models:
+            raise ValueError(f"control.model: {c.model} is not one of models ({', '.join(self.models)})")
+        if c.frame_size not in self.traffic.frame_sizes:
+            raise ValueError(f"control.frame_size: {c.frame_size} is not one of traffic.frame_sizes "
+                             f"({self.traffic.frame_sizes})")
+        if c.mtu_bytes is not None and c.mtu_bytes not in (self.mtu_bytes or []):
+            raise ValueError(f"control.mtu_bytes: {c.mtu_bytes} is not one of mtu_bytes ({self.mtu_bytes})")
         return self
 
     @model_validator(mode="after")
