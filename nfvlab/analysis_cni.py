@@ -184,6 +184,10 @@ def _twin(df: pd.DataFrame) -> np.ndarray:
     return (df["arm"] == TWIN).to_numpy(bool) if "arm" in df.columns else np.zeros(len(df), dtype=bool)
 
 
+#: How the A/A control's rows name the tool run its twin repeats (it has no ``arm`` label).
+ORIGINAL = "original"
+
+
 def control_rows(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame, plan: Optional[Plan] = None) -> list[dict]:
     """The claims rows of the A/A control (:func:`nfvlab.claimsets.cni_control_claims`), one per lab whose
     records hold twin runs: the tool run against its twin, paired by repetition, TOST within the
@@ -200,10 +204,12 @@ def control_rows(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame, plan: O
     for spec in claimsets.cni_control_claims(labs, step):
         where = {k: v for k, v in spec.where.items() if k != "protocol"}
         data = _sel(m[m["protocol"] == spec.where["protocol"]], **where)
+        data = data.assign(arm=np.where(_twin(data), TWIN, ORIGINAL))  # the original's level named, not None
         original = _status_map(tcp if spec.where["protocol"] == "tcp" else http, "direction", **where)
-        status = {None: original.get(spec.where["direction"], "not measured"),
+        status = {ORIGINAL: original.get(spec.where["direction"], "not measured"),
                   TWIN: "measured" if _twin(data).any() else "not measured"}
-        rows += claim_rows(spec.claim, f"{spec.condition}; margin +-{margin:.0%}", spec.chains, data, spec.by,
+        chains = [tuple(ORIGINAL if level is None else level for level in c) for c in spec.chains]
+        rows += claim_rows(spec.claim, f"{spec.condition}; margin +-{margin:.0%}", chains, data, spec.by,
                            status, kind="equality", value=spec.value, plan=plan, by_repetition=True)
     return rows
 

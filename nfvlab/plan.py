@@ -158,6 +158,13 @@ def last_run(records: Union[str, Path], kind: str) -> Optional[LastRun]:
     return None
 
 
+def _noted(labels: tuple, noted: frozenset) -> bool:
+    """Whether a unit's labels (:func:`nfvlab.experiment.unit_key` ``[0]``) hold those of a configuration
+    noted not realizable."""
+    have = set(labels)
+    return any(set(n) <= have for n in noted)
+
+
 def _cell_text(key: tuple) -> str:
     return " ".join(f"{k}={v}" for k, v in key[0]) + (f" frame_size={key[1]}" if key[1] != "None" else "")
 
@@ -175,7 +182,9 @@ def stage_plan(name: str, params: AnyParams, records: Union[str, Path]) -> Stage
         cells = tuple(dict.fromkeys(_cell_text(u) for u in units))
         return StagePlan(name, len(grid), len(units), kind, None, 0, extra, f"no completed run in {records}",
                          grid=cells)
-    units = [u for u in units if u[0] not in last.not_realizable]  # recorded as such, not measured
+    # recorded as not realizable, not measured: a unit whose labels hold a noted configuration's (E: a
+    # lab's data path and MTU, noted once for its every tool run)
+    units = [u for u in units if not _noted(u[0], last.not_realizable)]
     typical = statistics.median(last.unit_s.values())
     known = [last.unit_s.get(u[:2]) for u in units]
     expected = sum(t if t is not None else typical for t in known) + last.tail_s
@@ -183,7 +192,7 @@ def stage_plan(name: str, params: AnyParams, records: Union[str, Path]) -> Stage
         expected += last.paired_s if last.paired_s is not None else paired_estimate_s(params, typical)
     trials = None if tools else round(sum(last.unit_trials.get(u[:2], statistics.median(last.unit_trials.values()))
                                           for u in units))
-    realizable = sum(experiment.unit_key(sc.labels())[0] not in last.not_realizable for sc in grid)
+    realizable = sum(not _noted(experiment.unit_key(sc.labels())[0], last.not_realizable) for sc in grid)
     return StagePlan(name, realizable, len(units), kind, expected, sum(t is not None for t in known), extra,
                      f"run {last.run_id} of {records}", trials, tuple(dict.fromkeys(_cell_text(u) for u in units)))
 

@@ -228,6 +228,7 @@ def test_the_aa_control_is_judged_on_its_twin_alone_and_leaves_tables_and_other_
     assert list(rows["condition"]) == [f"{p}, link MTU {m} B, tcp node-pod; margin +-10%"
                                        for p in ("direct", "vxlan") for m in MTUS]
     assert list(rows["verdict"]) == [verdict] * 4 and list(rows["n"]) == [REPS] * 4
+    assert list(rows["pair"]) == ["original ~ twin"] * 4  # the original named, not "None"
     assert all("paired t" in t for t in rows["test"])
     # the ratio twin / original, paired by repetition: the known log ratios' mean
     logs = [math.log(twin * (1 + 0.01 * ((r + 1) % 3 - 1)) / (1 + 0.01 * (r - 1))) for r in range(REPS)]

@@ -93,3 +93,16 @@ def test_the_profile_plan_covers_every_measurement_stage_of_the_pipeline():
     per_stage = [ln for ln in lines if not ln.startswith("measurement stages: expected")]
     assert [ln.split(":")[0] for ln in per_stage] == list(stages)
     assert len(lines) == len(per_stage) + (not all("time unknown" in ln for ln in per_stage))
+
+
+def test_experiment_e_leaves_out_the_tool_runs_of_a_lab_noted_not_realizable(tmp_path):
+    """E notes a lab not realizable once (its data path and MTU), not per tool run: the plan counts none of
+    that lab's runs (the quick profile's ipip: 28 of 84)."""
+    from test_analysis_cni import seed_world, write_records
+
+    p = P.load(REPO / "params/quick/experiment_e.yaml", P.CniExperimentParams)
+    records = write_records(tmp_path / "e.jsonl", seed_world, twin=1.0)
+    per_lab = len(plan.planned_units(p)) // 6  # direct, vxlan, ipip at two MTUs
+    sp = plan.stage_plan("experiment_e", p, records)
+    assert (sp.configurations, sp.units) == (4, 4 * per_lab)
+    assert not any("ipip" in cell for cell in sp.grid)
