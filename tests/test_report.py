@@ -364,3 +364,16 @@ def test_two_labs_says_which_frame_sizes_a_profile_leaves_out_on_one_lab(tmp_pat
     text = two_labs_text(both)
     assert text["kubernetes NDR [kpps] mean [95 % CI]"].iloc[1] == "— (not measured)"
     assert "kubernetes: not measured: not in this profile on this lab" in text["why no value"].iloc[1]
+
+
+@pytest.mark.parametrize("changed, shown", [(["dvc.lock", "metrics/experiment_a.json"], "0123456789ab"),
+                                            (["dvc.lock", "nfvlab/trial.py"], "0123456789ab+dirty"),
+                                            (None, "0123456789ab+dirty")])
+def test_the_revision_is_dirty_only_when_the_measuring_code_differed(tmp_path, changed, shown):
+    """The pipeline writes dvc.lock between its stages, so a clean run's later stages see a tree that git
+    calls dirty: only measuring code that differed from the commit (or a record that cannot say which
+    files) makes the revision ``+dirty``."""
+    prov = {**PROVENANCE, "git_changed": changed} if changed is not None else PROVENANCE
+    with RecordWriter(tmp_path / "experiment_a.jsonl", "a", {"repetitions": 1}, provenance=prov) as rec:
+        rec.search({"goal": "ndr", "throughput_pps": 1.0}, model="macvlan", frame_size=64, repetition=0)
+    assert report.provenance_table(tmp_path).iloc[0]["git_revision"] == shown

@@ -8,6 +8,7 @@ from typing import Optional
 import pandas as pd
 
 from nfvlab import results
+from nfvlab.provenance import measuring_code_changes
 from nfvlab.records import runs_frame
 from nfvlab.report.files import PathLike, records_names
 from nfvlab.report.section import Section
@@ -57,8 +58,9 @@ def provenance_table(records_dir: PathLike = "data/raw") -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per records file with a completed run, columns ``experiment``,
-        ``run_id``, ``date`` (UTC start), ``git_revision`` (12 hex digits,
-        ``+dirty`` if the tree had changes), ``host_cpu``, ``cores`` (usable
+        ``run_id``, ``date`` (UTC start), ``git_revision`` (12 hex digits, ``+dirty`` if the measuring
+        code differed from that commit or the record cannot tell, :func:`nfvlab.provenance.measuring_code_changes`:
+        the pipeline's own outputs, e.g. ``dvc.lock`` written between stages, do not count), ``host_cpu``, ``cores`` (usable
         CPUs), ``numa_nodes``, ``kernel``, ``links`` (the generator's ports, e.g.
         ``af_packet on veth``; the NIC when it drives one), ``lab_kind``,
         ``profile`` (params file), ``repetitions``, ``generator`` (name, version,
@@ -82,7 +84,7 @@ def provenance_table(records_dir: PathLike = "data/raw") -> pd.DataFrame:
             "experiment": name.upper() if len(name) == 1 else name[0].upper() + name[1:],
             "run_id": run["run_id"],
             "date": str(run.get("started_at") or unknown)[:19].replace("T", " ") + " UTC",
-            "git_revision": f"{rev[:12]}{'+dirty' if prov.get('git_dirty') else ''}" if rev else unknown,
+            "git_revision": f"{rev[:12]}{'' if measuring_code_changes(prov) == [] else '+dirty'}" if rev else unknown,
             "host_cpu": prov.get("cpu_model") or unknown,
             "cores": prov.get("cpu_affinity_count") or prov.get("cpu_count") or unknown,
             "numa_nodes": prov.get("numa_nodes") or unknown,
