@@ -365,19 +365,25 @@ def inputs(records: PathLike, goal: Optional[str], models: Optional[list[str]]):
             list(models))
 
 
+#: How an A/A control's claims rows name the measurement its twin repeats (it has no ``arm`` label).
+ORIGINAL_ARM = "original"
+
+
 def control_searches(records: PathLike, goal: str) -> pd.DataFrame:
     """The A/A control's searches of ``goal``: every search of a cell that has twins (``arm: twin``),
-    the originals' ``arm`` set to ``original``; empty when the records have no control."""
+    the originals' ``arm`` set to :data:`ORIGINAL_ARM`; empty when the records have no control."""
     s = select(results.searches_frame(records), goal=goal)
     twins = s[s["arm"] == TWIN_ARM]
     if twins.empty:
         return s.iloc[0:0]
+
     def cells(d: pd.DataFrame) -> list:
-        return [(m, None if pd.isna(u) else int(u), str(f)) for m, u, f in zip(d["model"], d["mtu_bytes"], d["frame_size"])]
+        return [(m, None if pd.isna(u) else int(u), str(f))
+                for m, u, f in zip(d["model"], d["mtu_bytes"], d["frame_size"])]
 
     twin_cells = set(cells(twins))
     out = s[[c in twin_cells for c in cells(s)]].copy()
-    out["arm"] = out["arm"].fillna("original")
+    out["arm"] = out["arm"].fillna(ORIGINAL_ARM)
     return out
 
 

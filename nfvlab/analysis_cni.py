@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from nfvlab import claimsets, results, stats
-from nfvlab.analysis import CLAIM_COLUMNS, THROUGHPUT_INTERVAL, claim_counts, claim_rows, plan_of
+from nfvlab.analysis import CLAIM_COLUMNS, ORIGINAL_ARM, THROUGHPUT_INTERVAL, claim_counts, claim_rows, plan_of
 from nfvlab.claims import Plan, current_design
 from nfvlab.plots.output import figure_style, new_figure, save_png
 from nfvlab.scenario.cni import TWIN
@@ -184,10 +184,6 @@ def _twin(df: pd.DataFrame) -> np.ndarray:
     return (df["arm"] == TWIN).to_numpy(bool) if "arm" in df.columns else np.zeros(len(df), dtype=bool)
 
 
-#: How the A/A control's rows name the tool run its twin repeats (it has no ``arm`` label).
-ORIGINAL = "original"
-
-
 def control_rows(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame, plan: Optional[Plan] = None) -> list[dict]:
     """The claims rows of the A/A control (:func:`nfvlab.claimsets.cni_control_claims`), one per lab whose
     records hold twin runs: the tool run against its twin, paired by repetition, TOST within the
@@ -204,11 +200,11 @@ def control_rows(m: pd.DataFrame, tcp: pd.DataFrame, http: pd.DataFrame, plan: O
     for spec in claimsets.cni_control_claims(labs, step):
         where = {k: v for k, v in spec.where.items() if k != "protocol"}
         data = _sel(m[m["protocol"] == spec.where["protocol"]], **where)
-        data = data.assign(arm=np.where(_twin(data), TWIN, ORIGINAL))  # the original's level named, not None
+        data = data.assign(arm=np.where(_twin(data), TWIN, ORIGINAL_ARM))  # the original's level named, not None
         original = _status_map(tcp if spec.where["protocol"] == "tcp" else http, "direction", **where)
-        status = {ORIGINAL: original.get(spec.where["direction"], "not measured"),
+        status = {ORIGINAL_ARM: original.get(spec.where["direction"], "not measured"),
                   TWIN: "measured" if _twin(data).any() else "not measured"}
-        chains = [tuple(ORIGINAL if level is None else level for level in c) for c in spec.chains]
+        chains = [tuple(ORIGINAL_ARM if level is None else level for level in c) for c in spec.chains]
         rows += claim_rows(spec.claim, f"{spec.condition}; margin +-{margin:.0%}", chains, data, spec.by,
                            status, kind="equality", value=spec.value, plan=plan, by_repetition=True)
     return rows

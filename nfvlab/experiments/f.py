@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 
 from nfvlab import linerate, results
-from nfvlab.analysis import (CLAIM_COLUMNS, HOST_ONLY, claim_counts, claim_rows, config_table, control_searches,
-                             first_goal, inputs, levels, measured_rates, metric_values, select, status_kind,
-                             status_of)
+from nfvlab.analysis import (CLAIM_COLUMNS, HOST_ONLY, ORIGINAL_ARM, TWIN_ARM, claim_counts, claim_rows,
+                             config_table, control_searches, first_goal, inputs, levels, measured_rates,
+                             metric_values, select, status_kind, status_of)
 from nfvlab.experiments.base import Experiment, PathLike
 from nfvlab.plots.output import figure_style, new_figure, save_png
 from nfvlab.plots.throughput import throughput_vs_frame_size
@@ -128,8 +128,8 @@ def control_rows(records: PathLike, goal: str) -> list[dict]:
     rows = []
     for (model, mtu, fs), cell in c.groupby(["model", "mtu_bytes", "frame_size"], sort=False):
         status = {arm: ("measured" if cell.loc[cell["arm"] == arm, "throughput_pps"].notna().any() else
-                        "search failed") for arm in ("original", "twin")}
-        rows += claim_rows(CONTROL_CLAIM, f"{model}, MTU {mtu:g}, {fs} B", [("original", "twin")],
+                        "search failed") for arm in (ORIGINAL_ARM, TWIN_ARM)}
+        rows += claim_rows(CONTROL_CLAIM, f"{model}, MTU {mtu:g}, {fs} B", [(ORIGINAL_ARM, TWIN_ARM)],
                            measured_rates(cell), "arm", status, kind="equality", by_repetition=True)
     return rows
 
