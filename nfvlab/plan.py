@@ -6,7 +6,8 @@
 A unit is what a run records as one step: a search (experiments A-D, F) or a tool run (E). Its
 expected time is the wall time the same unit (configuration and frame size) took in the records'
 last completed run, from one unit's record to the next: set-up of labs, every trial, latency trials
-and pauses included. A unit the last run did not have is expected at that run's median; with no
+and pauses included; of it, the traffic (the trials' own durations) at the last run's share, the
+floor that no saving of overhead cuts. A unit the last run did not have is expected at that run's median; with no
 run in the records, the time is unknown. A paired phase the last run did not have is expected at
 its ``seconds`` budget (:func:`paired_estimate_s`). The adaptive phase adds at most its ``seconds`` budget
 and the host probe its seconds; the calibration, the analyses and the report are not measuring
@@ -57,6 +58,10 @@ class StagePlan:
         At most this much more: the adaptive phase's budget and the host probe, s.
     basis : str
         Which run the times come from, or why there is none.
+    traffic_s : Optional[float]
+        Of ``expected_s``, the traffic itself (trials or tool runs sending), s, at the last run's share
+        of it; the rest is lab set-up and teardown, settling, pauses and the runner's own work. The
+        traffic is the floor that no saving of overhead can cut (None: no earlier run).
     """
 
     name: str
@@ -69,6 +74,7 @@ class StagePlan:
     basis: str
     expected_trials: Optional[int] = None
     grid: tuple = ()
+    traffic_s: Optional[float] = None
 
 
 def planned_units(params: AnyParams) -> list[tuple]:
@@ -106,6 +112,10 @@ class LastRun:
     """Configurations (unit key ``[0]``) it noted as not realizable on its lab."""
     paired_s: Optional[float] = None
     """Its paired phase, s (None: it had none)."""
+    traffic_s: float = 0.0
+    """Its traffic: the trials' (E: tool runs') own durations added up, s."""
+    wall_s: float = 0.0
+    """From its start to its end, s."""
 
 
 def last_run(records: Union[str, Path], kind: str) -> Optional[LastRun]:
@@ -152,9 +162,12 @@ def last_run(records: Union[str, Path], kind: str) -> Optional[LastRun]:
             if paired_at:
                 first = min([t for t in later if t >= last and t <= max(paired_at)] or paired_at)
                 paired_s = max(0.0, (max(paired_at) - first).total_seconds())
+            traffic = sum(float((r.get("result") or {}).get("duration_s") or 0.0) for r in recs
+                          if r["type"] in ("trial", "measurement"))
             return LastRun(run_id, {k: statistics.median(v) for k, v in by_cell.items()},
                            {k: statistics.median(v) for k, v in trials_by_cell.items()},
-                           max(0.0, (phase_start - last).total_seconds()), skipped, paired_s)
+                           max(0.0, (phase_start - last).total_seconds()), skipped, paired_s, traffic,
+                           max(0.0, (_time(end) - _time(start)).total_seconds()))
     return None
 
 
@@ -193,8 +206,10 @@ def stage_plan(name: str, params: AnyParams, records: Union[str, Path]) -> Stage
     trials = None if tools else round(sum(last.unit_trials.get(u[:2], statistics.median(last.unit_trials.values()))
                                           for u in units))
     realizable = sum(not _noted(experiment.unit_key(sc.labels())[0], last.not_realizable) for sc in grid)
+    traffic = expected * min(1.0, last.traffic_s / last.wall_s) if last.wall_s > 0 else None
     return StagePlan(name, realizable, len(units), kind, expected, sum(t is not None for t in known), extra,
-                     f"run {last.run_id} of {records}", trials, tuple(dict.fromkeys(_cell_text(u) for u in units)))
+                     f"run {last.run_id} of {records}", trials, tuple(dict.fromkeys(_cell_text(u) for u in units)),
+                     traffic)
 
 
 #: A paired block's time in searches of the experiment (two short searches taking turns, the labs' set-up
@@ -227,8 +242,9 @@ def plan_text(plans: list[StagePlan], grid: bool = False) -> str:
     lines = []
     for p in plans:
         when = ("time unknown" if p.expected_s is None else
-                f"expected {_minutes(p.expected_s)}" + (f" (+ up to {_minutes(p.extra_s)} adaptive and host probe)"
-                                                        if p.extra_s else ""))
+                f"expected {_minutes(p.expected_s)}"
+                + (f", traffic {_minutes(p.traffic_s)} of it" if p.traffic_s is not None else "")
+                + (f" (+ up to {_minutes(p.extra_s)} adaptive and host probe)" if p.extra_s else ""))
         trials = f" (~{p.expected_trials} trials)" if p.expected_trials is not None else ""
         lines.append(f"{p.name}: {p.configurations} configurations, {p.units} {p.unit_kind}{trials}; {when}; "
                      f"times of {p.known_units} of {p.units} from {p.basis}")
@@ -238,7 +254,9 @@ def plan_text(plans: list[StagePlan], grid: bool = False) -> str:
     if len(plans) > 1 and known:
         total = sum(p.expected_s for p in known)
         extra = sum(p.extra_s for p in known)
-        lines.append(f"measurement stages: expected {_minutes(total)} (up to {_minutes(total + extra)})"
+        traffic = sum(p.traffic_s or 0.0 for p in known)
+        lines.append(f"measurement stages: expected {_minutes(total)} (up to {_minutes(total + extra)}); "
+                     f"traffic {_minutes(traffic)} of it, the rest lab set-up, teardown and pauses"
                      + ("" if len(known) == len(plans) else
                         f"; {len(plans) - len(known)} stage(s) of unknown time not counted")
                      + "; calibration, analyses and report not included")

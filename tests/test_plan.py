@@ -24,7 +24,8 @@ def _line(**rec):
 
 def _records(path, run_id="20261128T100000Z-0000abcd"):
     """One completed run: linux-bridge searched at 64 B (10 s each) and 1518 B (20 s each) in two
-    repetitions, 3 and 5 trials each; macvlan not realizable; 5 s from the last search to the end."""
+    repetitions, 3 and 5 trials each (2 s of traffic each); macvlan not realizable; 5 s from the last
+    search to the end."""
     def at(s):
         return f"2026-11-28T10:{s // 60:02d}:{s % 60:02d}.000000Z"
 
@@ -38,7 +39,7 @@ def _records(path, run_id="20261128T100000Z-0000abcd"):
         for fs, took, trials in ((64, 10, 3), (1518, 20, 5)):
             for _ in range(trials):
                 lines.append(_line(type="trial", run_id=run_id, time=at(t + 1), labels={**lb, "repetition": rep},
-                                   result={"frame_size": fs}))
+                                   result={"frame_size": fs, "duration_s": 2.0}))
             t += took
             for goal in ("ndr", "pdr"):  # one unit, two goals
                 lines.append(_line(type="search", run_id=run_id, time=at(t),
@@ -56,6 +57,7 @@ def test_the_plan_takes_each_units_time_from_the_last_run_and_leaves_out_what_it
     assert (sp.configurations, sp.units, sp.known_units) == (1, 4, 4)
     assert sp.expected_s == pytest.approx(2 * (10 + 20) + 5)
     assert sp.expected_trials == 2 * (3 + 5)
+    assert sp.traffic_s == pytest.approx(2 * (3 + 5) * 2.0)  # the whole run repeated: its traffic as it was
     assert sp.grid == ("model=linux-bridge numa=s1 pinning=plan frame_size=64",
                        "model=linux-bridge numa=s1 pinning=plan frame_size=1518")
     none = plan.stage_plan("experiment a", p, tmp_path / "nothing.jsonl")
@@ -70,7 +72,7 @@ def test_dry_run_prints_the_plan_and_measures_nothing(tmp_path):
                           "--records", str(tmp_path / "a.jsonl"), "--dry-run"], capture_output=True, text=True,
                          cwd=REPO)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("experiment a: 1 configurations, 4 searches (~16 trials); expected 1 min 05 s")
+    assert out.stdout.startswith("experiment a: 1 configurations, 4 searches (~16 trials); expected 1 min 05 s, traffic 0 min 32 s of it")
     assert "  model=linux-bridge numa=s1 pinning=plan frame_size=1518" in out.stdout
     assert (tmp_path / "a.jsonl").read_bytes() == before
     bad = subprocess.run([sys.executable, "-m", "nfvlab", "experiment", "run", "a", "--dry-run"], capture_output=True, text=True,
