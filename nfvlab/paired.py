@@ -92,9 +92,12 @@ class BlockPlan:
 
     def futile(self, look: int, result: "PairedResult") -> bool:
         """Whether look ``look`` (0-based) gives the comparison up: undecided at its second look or
-        later, needing more than :attr:`give_up_above` blocks (or more than can be counted). One look
-        alone is not trusted with it (its SD from a handful of blocks)."""
-        return (self.give_up_above is not None and look >= 1 and result.verdict == "undecided"
+        later, with looks still to come, needing more than :attr:`give_up_above` blocks (or more than
+        can be counted). One look alone is not trusted with it (its SD from a handful of blocks); the
+        last look is the cap, not futility (a comparison capped at two looks, the A/A control's, ends
+        there as ``cap``)."""
+        return (self.give_up_above is not None and 1 <= look < len(self.looks) - 1
+                and result.verdict == "undecided"
                 and (result.blocks_needed is None or result.blocks_needed > self.give_up_above))
 
 

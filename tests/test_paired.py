@@ -142,6 +142,9 @@ def test_futility_gives_up_a_comparison_that_cannot_be_decided_within_the_cap_an
     assert [x.blocks for x in gave_up] == [4, 8] and gave_up[-1].verdict == "undecided"
     assert gave_up[0].blocks_needed is None or gave_up[0].blocks_needed > 80  # the first look alone: not trusted
     assert gave_up[-1].blocks_needed is None or gave_up[-1].blocks_needed > 80
+    two_looks = BlockPlan(4, 4, 8, give_up_above=80)  # the A/A control's: its last look is the cap, not futility
+    assert [two_looks.futile(k, gave_up[-1]) for k in range(2)] == [False, False]
+    assert BlockPlan(4, 4, 12, give_up_above=80).futile(1, gave_up[-1])
     decided_at_once = sequential(lambda i: 0.2, BlockPlan(4, 4, 20, give_up_above=5))
     assert [x.blocks for x in decided_at_once] == [4] and decided_at_once[-1].verdict == "larger"
 
