@@ -25,8 +25,10 @@ from nfvlab import claimsets, experiment
 from nfvlab.pairing import control_blocks
 from nfvlab.params import CniExperimentParams, ExperimentParams
 from nfvlab.records import read_records
+from nfvlab.run_records import unit_key
 from nfvlab.scenario.cni import step_labels, steps
 from nfvlab.system.host import host_speed_s
+from nfvlab.tool_runs import cni_scenarios
 
 AnyParams = Union[ExperimentParams, CniExperimentParams]
 
@@ -78,14 +80,14 @@ class StagePlan:
 
 
 def planned_units(params: AnyParams) -> list[tuple]:
-    """The unit keys (:func:`nfvlab.experiment.unit_key`) a run of ``params`` measures, in order."""
+    """The unit keys (:func:`nfvlab.run_records.unit_key`) a run of ``params`` measures, in order."""
     if isinstance(params, CniExperimentParams):
-        return [experiment.unit_key(step_labels(sc, s)) for sc in experiment.cni_scenarios(params)
+        return [unit_key(step_labels(sc, s)) for sc in cni_scenarios(params)
                 for s in steps(params.grid)]
     cells = [(sc, fs) for sc in experiment.scenarios(params) for fs in params.traffic.frame_sizes
              if experiment.frame_fits(sc, fs)]
     twins = experiment.control_cells(params, experiment.scenarios(params))  # an A/A control's second searches
-    return [experiment.unit_key({**sc.labels(), **extra, "frame_size": fs, "repetition": rep})
+    return [unit_key({**sc.labels(), **extra, "frame_size": fs, "repetition": rep})
             for rep in range(params.repetitions)
             for cell_list, extra in ((cells, {}), (twins, experiment.TWIN_LABELS)) for sc, fs in cell_list]
 
@@ -101,7 +103,7 @@ class LastRun:
 
     run_id: str
     unit_s: dict
-    """Wall time, s, per unit key without the repetition (:func:`nfvlab.experiment.unit_key`
+    """Wall time, s, per unit key without the repetition (:func:`nfvlab.run_records.unit_key`
     ``[:2]``): from the previous unit's record (the run record for the first) to its own; the
     median over repetitions."""
     unit_trials: dict
@@ -141,12 +143,12 @@ def last_run(records: Union[str, Path], kind: str) -> Optional[LastRun]:
         last = _time(start)
         for r in recs:
             if r["type"] == "trial" and r["labels"].get("added_look") is None and "model" in r["labels"]:
-                key = experiment.unit_key({**r["labels"], "frame_size": (r.get("result") or {}).get("frame_size")})
+                key = unit_key({**r["labels"], "frame_size": (r.get("result") or {}).get("frame_size")})
                 trials[key] = trials.get(key, 0) + 1
             if r["type"] != kind or r["labels"].get("added_look") is not None:
                 continue
             at = _time(r)
-            key = experiment.unit_key(r["labels"])
+            key = unit_key(r["labels"])
             per_unit[key] = per_unit.get(key, 0.0) + (at - last).total_seconds()
             last = at
         if per_unit:
@@ -155,7 +157,7 @@ def last_run(records: Union[str, Path], kind: str) -> Optional[LastRun]:
             for key, seconds in per_unit.items():
                 by_cell.setdefault(key[:2], []).append(seconds)
                 trials_by_cell.setdefault(key[:2], []).append(trials.get(key, 0))
-            skipped = frozenset(experiment.unit_key(r["labels"])[0] for r in recs if r["type"] == "note"
+            skipped = frozenset(unit_key(r["labels"])[0] for r in recs if r["type"] == "note"
                                 and r["labels"].get("kind") == "not-realizable")
             phase_start = min([t for t in later if t >= last] or [_time(end)])
             paired_s = None
@@ -172,7 +174,7 @@ def last_run(records: Union[str, Path], kind: str) -> Optional[LastRun]:
 
 
 def _noted(labels: tuple, noted: frozenset) -> bool:
-    """Whether a unit's labels (:func:`nfvlab.experiment.unit_key` ``[0]``) hold those of a configuration
+    """Whether a unit's labels (:func:`nfvlab.run_records.unit_key` ``[0]``) hold those of a configuration
     noted not realizable."""
     have = set(labels)
     return any(set(n) <= have for n in noted)
@@ -187,7 +189,7 @@ def stage_plan(name: str, params: AnyParams, records: Union[str, Path]) -> Stage
     run the times, and which configurations this lab cannot realize, come from)."""
     tools = isinstance(params, CniExperimentParams)
     kind = "tool runs" if tools else "searches"
-    grid = experiment.cni_scenarios(params) if tools else experiment.scenarios(params)
+    grid = cni_scenarios(params) if tools else experiment.scenarios(params)
     last = last_run(records, "measurement" if tools else "search")
     extra = host_speed_s() + (params.adaptive.seconds if params.adaptive is not None else 0.0)
     units = planned_units(params)
@@ -205,7 +207,7 @@ def stage_plan(name: str, params: AnyParams, records: Union[str, Path]) -> Stage
         expected += last.paired_s if last.paired_s is not None else paired_estimate_s(params, typical)
     trials = None if tools else round(sum(last.unit_trials.get(u[:2], statistics.median(last.unit_trials.values()))
                                           for u in units))
-    realizable = sum(not _noted(experiment.unit_key(sc.labels())[0], last.not_realizable) for sc in grid)
+    realizable = sum(not _noted(unit_key(sc.labels())[0], last.not_realizable) for sc in grid)
     traffic = expected * min(1.0, last.traffic_s / last.wall_s) if last.wall_s > 0 else None
     return StagePlan(name, realizable, len(units), kind, expected, sum(t is not None for t in known), extra,
                      f"run {last.run_id} of {records}", trials, tuple(dict.fromkeys(_cell_text(u) for u in units)),

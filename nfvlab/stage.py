@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Union
 
-from nfvlab import experiment, labs
+from nfvlab import experiment, labs, tool_runs
 from nfvlab import params as P
 from nfvlab.measure import InputError
 from nfvlab.records import RecordWriter
@@ -79,7 +79,7 @@ def record_not_realizable(p: AnyParams, records: PathLike, reason: str, lab_file
     """One completed run whose every configuration (E: every (data path, MTU)) is a ``not-realizable``
     note with ``reason``."""
     if isinstance(p, P.CniExperimentParams):
-        cells = [sc.labels() for sc in experiment.cni_scenarios(p)]
+        cells = [sc.labels() for sc in tool_runs.cni_scenarios(p)]
     else:
         cells = [{"model": m, "pinning": pin, "numa": numa} for m in p.models for pin in p.resources.pinning
                  for numa in p.resources.numa]

@@ -7,7 +7,7 @@ import pandas as pd
 
 from conftest import REPO
 from nfvlab import analysis_cni, claimsets
-from nfvlab import experiment as X
+from nfvlab import adaptive_run, tool_runs
 from nfvlab import params as P
 from nfvlab.scenario.cni import step_labels, steps
 
@@ -20,7 +20,7 @@ def test_every_claim_level_of_the_quick_grid_is_a_configuration_the_runner_measu
     """The keys the specs give are the keys the runner gives its tool runs' labels: none is a typo
     the driver would wait for forever (ipip's are the grid's too; that lab refuses them later)."""
     p = _quick_e()
-    runner = {X.cni_config(step_labels(sc, s)) for sc in X.cni_scenarios(p) for s in steps(p.grid)}
+    runner = {adaptive_run.cni_config(step_labels(sc, s)) for sc in tool_runs.cni_scenarios(p) for s in steps(p.grid)}
     specs = claimsets.cni_claims_of(p)
     wanted = {s.config(v) for s in specs for v in s.levels()}
     assert wanted <= runner, sorted(wanted - runner)

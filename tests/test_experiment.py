@@ -12,13 +12,18 @@ import pytest
 
 from conftest import NO_RESIDUE, REPO
 from support.adaptive_run import check_added_and_outcome
+from test_adaptive_run import B_FIRST, b_config, b_params
 from test_calibrate import TBF_RATE_TOLERANCE
 from test_lab import locked_residue
 from nfvlab import claimsets
 from nfvlab import experiment as X
+from nfvlab import adaptive_run as AR
+from nfvlab import claims
+from nfvlab import run_records as RR
 from nfvlab import params as P
 from nfvlab import results as R
-from nfvlab.experiment import Progress, run_experiment, scenarios
+from nfvlab.experiment import run_experiment, scenarios
+from nfvlab.progress import Progress
 from nfvlab.latency import latency_percentiles
 from nfvlab.labs.embedded import EmbeddedLab
 from nfvlab.labs.embedded.kernel import TBF_FRAMES
@@ -91,7 +96,7 @@ def test_a_lab_per_frame_size_builds_one_for_every_search(clean_host, tmp_path):
     assert sorted(s["frame_size"]) == [FRAME, 256]
     run = read_records(tmp_path / "raw.jsonl")[0]
     assert run["params"]["lab_instance"] == "per-frame-size"
-    assert "lab_instance" not in X._dump(P.validate(P.ExperimentParams, TINY), None)
+    assert "lab_instance" not in RR.params_dump(P.validate(P.ExperimentParams, TINY), None)
 
 
 @pytest.mark.lab
@@ -117,9 +122,9 @@ def test_an_a_a_control_searches_its_cell_twice_per_repetition_side_by_side_on_l
     assert len(lat) == 2 and (lat["repetition"].tolist() == [0, 1])  # the originals' only
     recs = read_records(rec)
     assert recs[0]["params"]["control"] == {"model": "macvlan", "frame_size": FRAME, "mtu_bytes": None}
-    keys = {X.unit_key(r["labels"]) for r in recs if r["type"] == "search"}
+    keys = {RR.unit_key(r["labels"]) for r in recs if r["type"] == "search"}
     assert keys == set(plan.planned_units(params)) and len(keys) == 4
-    assert "control" not in X._dump(P.validate(P.ExperimentParams, TINY), None)
+    assert "control" not in RR.params_dump(P.validate(P.ExperimentParams, TINY), None)
     from nfvlab.analysis import control_searches, inputs
     assert (inputs(rec, "ndr", None)[0]["arm"].isna()).all() and len(inputs(rec, "ndr", None)[0]) == 2
     assert sorted(control_searches(rec, "ndr")["arm"]) == ["original", "original", "twin", "twin"]
@@ -222,19 +227,6 @@ def test_the_grid_is_models_by_pinning_by_numa_by_density_cells():
     assert [sc.label for sc in grid[:4]] == ["host-routing csc 1x1", "host-routing csc 1x3",
                                             "host-routing csc 2x1", "host-routing csc 2x3"]
     assert {sc.resources.numa for sc in grid} == {"s1", "s2"}
-
-
-def test_progress_lines_count_estimate_and_stay_one_line_each():
-    import io
-
-    out = io.StringIO()
-    bar = Progress("x", 4, stream=out)
-    for _ in range(3):
-        bar.trial()
-    bar.update("macvlan 64 B rep 0", "ndr 1 pps")
-    line = out.getvalue().strip()
-    assert line.startswith("x: 1/4 macvlan 64 B rep 0: ndr 1 pps; 3 trials, elapsed ")
-    assert line.endswith(" left") and "\r" not in line and "\n" not in line
 
 
 class InterruptedLab(KnownCapacityLab):
@@ -342,120 +334,12 @@ def test_an_mtu_above_what_a_models_ports_carry_is_refused_before_any_lab(tmp_pa
     assert not (tmp_path / "x.jsonl").exists()
 
 
-# ---------------------------------------------------------------------------
-# adaptive repetitions of the search experiments (B, C): the glue records -> nfvlab.adaptive.run -> records
-# ---------------------------------------------------------------------------
-def _b(**adaptive) -> P.ExperimentParams:
-    """Experiment B's quick params (pinning none / shared / exclusive x NUMA s1..s4, 1518 B, 3 repetitions),
-    fixed-n or with the ``adaptive`` section given (its file's replaced)."""
-    over = {"latency_load_fractions": [], "paired": None,
-            "adaptive": {"max_repetitions": 6, "step": 1, "seconds": None, "give_up_above": None, **adaptive}
-            if adaptive else None}
-    return P.load_experiment(REPO / "params/quick/experiment_b.yaml", REPO / "params/lab.yaml", over)
-
-
-def _bkey(pinning, numa="s1"):
-    return X.search_config({"model": "ovs-dpdk-vhost", "pinning": pinning, "numa": numa, "noisy_load_pct": 100,
-                            "frame_size": 1518}, ("model", "pinning", "numa", "frame_size"))
-
-
-#: NDR per (pinning, NUMA scenario), 3 repetitions; only s1 and s2 without exclusive realizable (the
-#: rest: the testable parts). At s1 shared ~ none (alternating: undecided); at s2 shared far above none
-#: (holds); s1 far above s2 for both pinning modes (holds).
-B_FIRST = {("shared", "s1"): [52_000.0, 49_000.0, 52_000.0], ("none", "s1"): [50_000.0, 52_000.0, 49_000.0],
-           ("shared", "s2"): [30_000.0, 30_100.0, 30_000.0], ("none", "s2"): [20_000.0, 20_100.0, 20_000.0]}
-
-
-def _b_recorded(extra=None):
-    out = {_bkey(*k): dict(enumerate(v)) for k, v in B_FIRST.items()}
-    for k, reps in (extra or {}).items():
-        out[_bkey(*k)].update(reps)
-    return out
-
-
-def _b_glue(p, recorded, clock=None):
-    """adapt() as the search runner calls it; an added repetition continues its configuration's cycle."""
-    calls = []
-
-    def measure_one(added):
-        calls.append(added)
-        return recorded[added.config][added.repetition % 3]
-
-    return X.adapt(p, list(recorded), recorded, measure_one, **({"clock": clock} if clock else {})), calls
-
-
-def test_b_adds_searches_only_to_the_undecided_pair_and_says_why():
-    out, calls = _b_glue(_b(step=1), _b_recorded())
-    undecided = {_bkey("shared"), _bkey("none")}
-    assert {a.config for a in out.added} == undecided and calls == out.added
-    assert sorted((a.config, a.repetition, a.look) for a in out.added) == sorted(
-        (c, r, r - 2) for c in undecided for r in (3, 4, 5))  # looks at 4, 5, 6 repetitions
-    assert all(a.reason == f"look {a.look}: {_bkey('shared')} > {_bkey('none')} undecided" for a in out.added)
-    assert out.stopped == "max repetitions" and all(len(out.values[c]) == 6 for c in undecided)
-    assert all(len(out.values[_bkey(pin, "s2")]) == 3 for pin in ("shared", "none"))
-
-
-def test_b_stops_as_soon_as_its_claims_are_decided():
-    rec = _b_recorded()
-    calls = []
-
-    def measure_one(added):  # the added repetitions set shared far above none: decided at the next look
-        calls.append(added)
-        return 80_000.0 if "pinning=shared" in added.config else 40_000.0
-
-    out = X.adapt(_b(step=2, max_repetitions=9), list(rec), rec, measure_one)
-    assert out.stopped == "decided" and calls == out.added  # looks at 3, 5, 7, 9: decided before the last
-    assert {len(out.values[_bkey(pin)]) for pin in ("shared", "none")} == {7}
-    assert [v["verdict"] for v in out.verdicts].count("inconclusive") == 0
-
-
-def test_b_never_exceeds_its_seconds_budget_but_by_one_search():
-    t = [0.0]
-
-    def measure_one(added):  # each search takes 17 s of the injected clock
-        t[0] += 17.0
-        return _b_recorded()[added.config][added.repetition % 3]
-
-    rec = _b_recorded()
-    out = X.adapt(_b(step=1, seconds=40), list(rec), rec, measure_one, clock=lambda: t[0])
-    assert out.stopped == "seconds" and len(out.added) == 2 and out.seconds <= 40  # a third would end at 51 s
-
-
-def test_a_resumed_b_run_takes_its_recorded_searches_and_measures_only_the_rest():
-    p = _b(step=1)
-    first, _ = _b_glue(p, _b_recorded())
-    done = first.added[:3]
-    have = {}
-    for a in done:
-        which = next(k for k in B_FIRST if _bkey(*k) == a.config)
-        have.setdefault(which, {})[a.repetition] = B_FIRST[which][a.repetition % 3]
-    resumed, calls = _b_glue(p, _b_recorded(have))
-    assert resumed.added == first.added and calls == first.added[3:]
-
-
-def test_search_values_are_this_runs_ndr_a_failed_search_counts_and_keys_are_the_claims():
-    lab = {"model": "ovs-dpdk-vhost", "pinning": "none", "numa": "s1", "noisy_load_pct": 100, "frame_size": 1518}
-    res = {"throughput_pps": 50_000.0}
-    recs = [{"type": "search", "run_id": "r", "labels": {"goal": "ndr", **lab, "repetition": 0}, "result": res},
-            {"type": "search", "run_id": "r", "labels": {"goal": "pdr", **lab, "repetition": 1}, "result": res},
-            {"type": "note", "run_id": "r", "labels": {"kind": "search-failed", **lab, "repetition": 1}},
-            {"type": "search", "run_id": "r", "labels": {"goal": "ndr", **lab, "repetition": 3, "added_look": 1,
-                                                          "added_reason": "x"}, "result": {"throughput_pps": 0}},
-            {"type": "search", "run_id": "old", "labels": {"goal": "ndr", **lab, "repetition": 2}, "result": res}]
-    names = claimsets.key_labels(claimsets.search_claims_of(_b()))
-    got = X.search_values(recs, "r", names)
-    spec = next(s for s in claimsets.search_claims_of(_b()) if s.by == "pinning" and s.where["numa"] == "s1")
-    assert list(got) == [spec.config("none")] == [_bkey("none")]
-    v = got[_bkey("none")]
-    assert v[0] == 50_000.0 and v[1] != v[1] and v[3] == X.ZERO_RATE and 2 not in v
-
-
 @pytest.mark.parametrize("letter", ["a", "b", "c"])
 def test_every_claim_level_of_a_b_and_c_is_a_configuration_the_runner_searches(letter):
     p = P.load_experiment(REPO / f"params/quick/experiment_{letter}.yaml", REPO / "params/lab.yaml")
     specs = claimsets.search_claims_of(p)
     names = claimsets.key_labels(specs)
-    runner = {X.search_config({**sc.labels(), "frame_size": fs}, names) for sc in scenarios(p)
+    runner = {AR.search_config({**sc.labels(), "frame_size": fs}, names) for sc in scenarios(p)
               for fs in p.traffic.frame_sizes}
     assert all(set(s.labels) == set(names) for s in specs)  # one key per configuration for every claim
     wanted = {s.config(v) for s in specs for v in s.levels()}
@@ -481,7 +365,7 @@ def test_a_grid_axis_no_claim_names_refuses_adaptive_before_anything_exists(tmp_
                                          r"only, which do not tell this grid's configurations apart"):
         run_experiment(p, tmp_path / "b.jsonl", progress=False)
     assert not (tmp_path / "b.jsonl").exists()
-    assert X.adaptive_problem(_b()) is None and X.adaptive_problem(_b(step=2)) is None
+    assert X.adaptive_problem(b_params()) is None and X.adaptive_problem(b_params(step=2)) is None
 
 
 class _FakeResult:
@@ -535,7 +419,7 @@ def _fake_lab(monkeypatch, stop_after=None):
         searched.append(pin)
         return [_FakeResult(B_FIRST[(pin, "s1")][(searched.count(pin) - 1) % 3])]
 
-    monkeypatch.setattr(X, "HostLock", NoLock)
+    monkeypatch.setattr(RR, "HostLock", NoLock)
     monkeypatch.setattr(X, "identity_for", lambda *a, **k: {"name": "fake"})
     monkeypatch.setattr(X, "tx_paths", lambda g: ())
     monkeypatch.setattr(X.measure, "bench", bench)
@@ -552,14 +436,14 @@ def _units(records):
 def test_an_adaptive_b_run_records_labelled_searches_and_ends_with_its_note(tmp_path, monkeypatch, capsys):
     backend, searched = _fake_lab(monkeypatch)
     records = tmp_path / "b.jsonl"
-    run_experiment(_b(step=1, max_repetitions=5), records, backend=backend, resume=False)
+    run_experiment(b_params(step=1, max_repetitions=5), records, backend=backend, resume=False)
     recs = read_records(records)
     searches = [r for r in recs if r["type"] == "search"]
     assert len(searched) == len(searches) == 6 + 4  # shared ~ none at s1: repetitions 3 and 4 added to both
     for r in searches[6:]:
         assert r["labels"]["repetition"] in (3, 4) and r["labels"]["added_look"] == r["labels"]["repetition"] - 2
-        assert r["labels"]["added_reason"] == f"look {r['labels']['added_look']}: {_bkey('shared')} > " \
-                                              f"{_bkey('none')} undecided"
+        assert r["labels"]["added_reason"] == f"look {r['labels']['added_look']}: {b_config('shared')} > " \
+                                              f"{b_config('none')} undecided"
     assert all("added_look" not in r["labels"] for r in searches[:6])
     note = recs[-2]
     assert note["labels"] == {"kind": "adaptive", "stopped": "max repetitions", "added": 4,
@@ -577,20 +461,20 @@ def test_an_adaptive_b_run_gives_up_a_claim_that_looks_undecidable_and_says_so(t
     needed, so with give_up_above 6 no search is added and the run's note says which pair and why."""
     backend, searched = _fake_lab(monkeypatch)
     records = tmp_path / "b.jsonl"
-    run_experiment(_b(step=1, max_repetitions=5, give_up_above=6), records, backend=backend, resume=False,
+    run_experiment(b_params(step=1, max_repetitions=5, give_up_above=6), records, backend=backend, resume=False,
                    progress=False)
     recs = read_records(records)
     note = recs[-2]["labels"]
     assert len(searched) == 6 and note["kind"] == "adaptive" and note["stopped"] == "given up"
     assert note["added"] == 0 and len(note["given_up"]) == 1
-    assert note["given_up"][0].startswith(f"{_bkey('shared')} > {_bkey('none')}: ")
+    assert note["given_up"][0].startswith(f"{b_config('shared')} > {b_config('none')}: ")
     assert recs[0]["params"]["adaptive"]["give_up_above"] == 6
 
 
 def test_a_fixed_n_b_run_records_no_adaptive_key_note_or_label(tmp_path, monkeypatch):
     backend, searched = _fake_lab(monkeypatch)
     records = tmp_path / "b.jsonl"
-    run_experiment(_b(), records, backend=backend, resume=False, progress=False)
+    run_experiment(b_params(), records, backend=backend, resume=False, progress=False)
     recs = read_records(records)
     assert len(searched) == 6 and "adaptive" not in recs[0]["params"]
     assert not any(r["labels"].get("kind") == "adaptive" for r in recs if r["type"] == "note")
@@ -605,7 +489,7 @@ def test_each_search_starts_from_its_own_top_within_one_goal_width_below_the_rat
     fake, tops = X.measure.search, []
     monkeypatch.setattr(X.measure, "search", lambda meas, fs, sp, **kw: (tops.append(kw["max_rate_pps"]),
                                                                          fake(meas, fs, sp, **kw))[1])
-    p = _b()
+    p = b_params()
     line = X.measure.default_max_rate(p.lab.port_speed, 1518)
     run_ids = [run_experiment(p, tmp_path / "b.jsonl", backend=backend, resume=False, progress=False)
                for _ in range(2)]
@@ -621,7 +505,7 @@ def test_each_search_starts_from_its_own_top_within_one_goal_width_below_the_rat
 def test_a_fresh_run_keeps_the_run_before_it_and_moves_older_ones_to_the_history(tmp_path, monkeypatch):
     backend, _ = _fake_lab(monkeypatch)
     records = tmp_path / "b.jsonl"
-    ids = [run_experiment(_b(), records, backend=backend, resume=False, progress=False) for _ in range(3)]
+    ids = [run_experiment(b_params(), records, backend=backend, resume=False, progress=False) for _ in range(3)]
     assert [r["run_id"] for r in read_records(records) if r["type"] == "run"] == ids[1:]
     assert [p.name for p in records_history(records).iterdir()] == [f"{ids[0]}.jsonl"]
 
@@ -630,18 +514,18 @@ def test_a_run_records_the_hosts_cpu_speed_probed_first(tmp_path, monkeypatch):
     backend, searched = _fake_lab(monkeypatch)
     monkeypatch.setenv("NFVLAB_HOST_SPEED_S", "1")  # two 0.5 s windows per CPU
     records = tmp_path / "b.jsonl"
-    run_experiment(_b(), records, backend=backend, resume=False, progress=False)
+    run_experiment(b_params(), records, backend=backend, resume=False, progress=False)
     speed = read_records(records)[0]["provenance"]["host_speed"]
     assert speed["window_s"] == 0.5 and speed["duration_s"] == 1.0
     assert {c: f["windows"] for c, f in speed["cpus"].items()} == {str(c): 2 for c in os.sched_getaffinity(0)}
     monkeypatch.setenv("NFVLAB_HOST_SPEED_S", "0")  # none asked: none recorded
-    run_experiment(_b(), tmp_path / "b0.jsonl", backend=backend, resume=False, progress=False)
+    run_experiment(b_params(), tmp_path / "b0.jsonl", backend=backend, resume=False, progress=False)
     assert "host_speed" not in read_records(tmp_path / "b0.jsonl")[0]["provenance"]
 
 
 def test_a_resumed_adaptive_b_run_measures_only_what_it_lacks(tmp_path, monkeypatch):
     records = tmp_path / "b.jsonl"
-    p = _b(step=1, max_repetitions=5)
+    p = b_params(step=1, max_repetitions=5)
     backend, _ = _fake_lab(monkeypatch, stop_after=8)  # interrupted in the adaptive phase, 2 added searches done
     with pytest.raises(KeyboardInterrupt):
         run_experiment(p, records, backend=backend, progress=False)
@@ -673,7 +557,7 @@ def test_an_adaptive_search_run_adds_labelled_repetitions_within_its_plan_and_en
     added = check_added_and_outcome(recs, "search", 4, 2)
     added_trials = [t for t in recs if t["type"] == "trial" and "added_look" in t["labels"]]
     assert bool(added_trials) == bool(added) and all(t["labels"]["repetition"] == 2 for t in added_trials)
-    assert analysis.plan_of(records) == X.claims.Plan(2, 1, 3)
+    assert analysis.plan_of(records) == claims.Plan(2, 1, 3)
     assert "b-tiny: adaptive repetitions: stopped: " in capsys.readouterr().out
 
 
@@ -688,13 +572,13 @@ def test_experiments_without_claims_refuse_a_paired_phase_in_one_line_before_any
 
 def test_a_lab_of_one_scenario_at_a_time_records_every_comparison_not_testable_with_why(tmp_path, monkeypatch):
     backend, searched = _fake_lab(monkeypatch)  # a backend without parallel_labs, as the Kubernetes lab
-    p = _b().model_copy(update={"paired": P.PairedParams()})
+    p = b_params().model_copy(update={"paired": P.PairedParams()})
     run_experiment(p, tmp_path / "b.jsonl", backend=backend, progress=False)
     notes = [r["labels"] for r in read_records(tmp_path / "b.jsonl")
              if r["type"] == "note" and r["labels"].get("kind") == "paired"]
     # B at s1 without exclusive pinning: "shared > none" is what is left, and its A/A control
     assert [(n["a"], n["b"], n["control"]) for n in notes] == [
-        (_bkey("shared"), _bkey("shared"), True), (_bkey("shared"), _bkey("none"), False)]
+        (b_config("shared"), b_config("shared"), True), (b_config("shared"), b_config("none"), False)]
     assert all(n["verdict"] == "not testable" and "one scenario at a time" in n["reason"] for n in notes)
     assert len(searched) == 6  # the searches ran as without a paired phase; no trial of a paired block
 
@@ -754,4 +638,4 @@ def test_a_search_spoiled_by_invalid_trials_is_searched_again_once_on_a_new_lab(
     assert notes == [("search-retried", 64), ("search-failed", 256), ("search-failed", 1024)]
     assert "macvlan 64 B rep 0: retried on a new lab instance: no valid trial at 40,000 pps" in capsys.readouterr().out
     # resume counts the retried search as not done until its retry is recorded
-    assert "search-retried" not in X.SEARCH_DONE
+    assert "search-retried" not in RR.SEARCH_DONE

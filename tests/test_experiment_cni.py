@@ -17,6 +17,9 @@ from support.adaptive_run import check_added_and_outcome
 from test_labs_cni import locked_cni_residue
 
 from nfvlab import experiment as X
+from nfvlab import adaptive_run as AR
+from nfvlab import claims, tool_runs
+from nfvlab import run_records as RR
 from nfvlab import params as P
 from nfvlab.labs import LabError
 from nfvlab.measure import InputError
@@ -179,17 +182,17 @@ def test_an_interrupted_run_resumes_under_its_id_and_measures_only_what_it_lacks
     assert keys == [(0, "iperf3"), (0, "wrk"), (1, "iperf3"), (1, "wrk")]
     # Completed now: the same params again make a fresh run.
     monkeypatch.setenv("NFVLAB_FRESH_RUN", "1")
-    assert X.interrupted_run(records, read_records(records)[0]["params"]["fingerprint"], X.TOOL_RUN_DONE) is None
+    assert RR.interrupted_run(records, read_records(records)[0]["params"]["fingerprint"], RR.TOOL_RUN_DONE) is None
     assert locked_cni_residue() == NO_RESIDUE
 
 
 def test_segmentation_offload_label_follows_the_params(tmp_path):
     on = _load(_params(tmp_path, segmentation_offload=True))
     assert on.model_dump()["segmentation_offload"] is True
-    (scenario, _ipip) = X.cni_scenarios(on)
+    (scenario, _ipip) = tool_runs.cni_scenarios(on)
     assert step_labels(scenario, Step(0, "tcp", "node-pod", None))["segmentation_offload"] is True
     off = _load(_params(tmp_path))
-    assert step_labels(X.cni_scenarios(off)[0], Step(0, "tcp", "node-pod", None))["segmentation_offload"] is False
+    assert step_labels(tool_runs.cni_scenarios(off)[0], Step(0, "tcp", "node-pod", None))["segmentation_offload"] is False
 
 
 def _notebook(tmp_path, overrides: dict) -> tuple[subprocess.CompletedProcess, Path, Path]:
@@ -291,7 +294,7 @@ def _adaptive_params(tmp_path, **adaptive) -> P.CniExperimentParams:
 
 
 def _key(path, direction, mtu=1500):
-    return X.cni_config({"data_path": path, "link_mtu_bytes": mtu, "protocol": "tcp", "direction": direction})
+    return AR.cni_config({"data_path": path, "link_mtu_bytes": mtu, "protocol": "tcp", "direction": direction})
 
 
 def _recorded(extra=None):
@@ -311,7 +314,7 @@ def _glue(p, recorded, clock=None):
         return recorded[added.config][added.repetition % 2]
 
     kw = {"clock": clock} if clock else {}
-    return X.adapt(p, list(recorded), recorded, measure_one, **kw), calls
+    return AR.adapt(p, list(recorded), recorded, measure_one, **kw), calls
 
 
 def test_repetitions_go_only_to_the_configurations_of_undecided_claims_and_say_why(tmp_path):
@@ -330,7 +333,7 @@ def test_repetitions_go_only_to_the_configurations_of_undecided_claims_and_say_w
 
 
 def _twin(path, mtu=1500):
-    return X.cni_config({"data_path": path, "link_mtu_bytes": mtu, "protocol": "tcp", "direction": "node-pod",
+    return AR.cni_config({"data_path": path, "link_mtu_bytes": mtu, "protocol": "tcp", "direction": "node-pod",
                          "arm": "twin"})
 
 
@@ -370,7 +373,7 @@ def test_the_seconds_budget_stops_before_a_repetition_that_would_exceed_it(tmp_p
         t[0] += 10.0
         return rec[added.config][added.repetition % 2]
 
-    out = X.adapt(p, list(rec), rec, measure_one, clock=clock)
+    out = AR.adapt(p, list(rec), rec, measure_one, clock=clock)
     assert out.stopped == "seconds" and len(out.added) == len(calls) == 1  # 10 s spent; 10 more would pass 15
     assert out.seconds <= 15
 
@@ -398,23 +401,18 @@ def test_tool_values_read_this_run_a_failure_counts_and_a_zero_is_far_below(tmp_
             {"type": "measurement", "run_id": "r", "labels": {**lab, "protocol": "http", "direction": "host-pod",
                                                               "file_bytes": 1000, "repetition": 0},
              "result": {"requests_per_s": 500.0}}]
-    got = X.tool_values(recs, "r")
+    got = AR.tool_values(recs, "r")
     tcp_key = _key("direct", "node-pod")
     assert list(got) == [tcp_key, "data_path=direct, link_mtu_bytes=1500, protocol=http, direction=host-pod, "
                                   "file_bytes=1000"]
     v = got[tcp_key]
-    assert v[0] == 3.0 and v[1] != v[1] and v[2] == X.ZERO_RATE and 3 not in v
-
-
-def test_added_labels_leave_the_resume_key_alone():
-    labels = {"data_path": "direct", "link_mtu_bytes": 1500, "protocol": "tcp", "repetition": 2}
-    assert X.unit_key({**labels, "added_look": 1, "added_reason": "look 1: x undecided"}) == X.unit_key(labels)
+    assert v[0] == 3.0 and v[1] != v[1] and v[2] == AR.ZERO_RATE and 3 not in v
 
 
 def test_a_fixed_n_run_records_its_params_as_before_and_an_adaptive_one_its_plan(tmp_path):
-    fixed = X._dump(_load(_params(tmp_path)), "e.yaml")
+    fixed = RR.params_dump(_load(_params(tmp_path)), "e.yaml")
     assert "adaptive" not in fixed
-    adaptive = X._dump(_adaptive_params(tmp_path, step=1, seconds=60), "e.yaml")
+    adaptive = RR.params_dump(_adaptive_params(tmp_path, step=1, seconds=60), "e.yaml")
     assert adaptive["adaptive"] == {"max_repetitions": 4, "step": 1, "seconds": 60.0}
     assert adaptive["fingerprint"] != fixed["fingerprint"]
 
@@ -437,7 +435,7 @@ def test_an_adaptive_run_adds_labelled_repetitions_within_its_plan_and_ends_with
     recs = read_records(records)
     check_added_and_outcome(recs, "measurement", 4, 2)
     assert recs[0]["params"]["adaptive"] == {"max_repetitions": 3, "step": 1, "seconds": 30.0}
-    assert analysis.plan_of(records) == X.claims.Plan(2, 1, 3)
+    assert analysis.plan_of(records) == claims.Plan(2, 1, 3)
     assert "e-test: adaptive repetitions: stopped: " in capsys.readouterr().out
     # the paired claim's two directions side by side in every repetition, added ones included
     # (scenario.cni.paired_order), repetitions 0 and 1 in opposite orders
