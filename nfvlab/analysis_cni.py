@@ -29,8 +29,7 @@ from nfvlab.scenario.cni import TWIN
 
 PathLike = str | Path
 
-__all__ = ["TABLE_NAMES", "claims", "figures", "metrics_values", "tables",
-           "write_experiment"]
+__all__ = ["TABLE_NAMES", "claims", "figures", "metrics_values", "tables"]
 
 #: Tables of experiment E, in report order: ``experiment_e_<name>.csv``.
 TABLE_NAMES = ("tcp", "http", "not_realizable", "claims")
