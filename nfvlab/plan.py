@@ -114,10 +114,9 @@ class LastRun:
     """Configurations (unit key ``[0]``) it noted as not realizable on its lab."""
     paired_s: Optional[float] = None
     """Its paired phase, s (None: it had none)."""
-    traffic_s: float = 0.0
-    """Its traffic: the trials' (E: tool runs') own durations added up, s."""
-    wall_s: float = 0.0
-    """From its start to its end, s."""
+    traffic_share: Optional[float] = None
+    """Of its wall time (start to end), the share its traffic took: the trials' (E: tool runs') own
+    durations added up (None: a run of no duration)."""
 
 
 def last_run(records: Union[str, Path], kind: str) -> Optional[LastRun]:
@@ -166,10 +165,11 @@ def last_run(records: Union[str, Path], kind: str) -> Optional[LastRun]:
                 paired_s = max(0.0, (max(paired_at) - first).total_seconds())
             traffic = sum(float((r.get("result") or {}).get("duration_s") or 0.0) for r in recs
                           if r["type"] in ("trial", "measurement"))
+            wall = (_time(end) - _time(start)).total_seconds()
             return LastRun(run_id, {k: statistics.median(v) for k, v in by_cell.items()},
                            {k: statistics.median(v) for k, v in trials_by_cell.items()},
-                           max(0.0, (phase_start - last).total_seconds()), skipped, paired_s, traffic,
-                           max(0.0, (_time(end) - _time(start)).total_seconds()))
+                           max(0.0, (phase_start - last).total_seconds()), skipped, paired_s,
+                           min(1.0, traffic / wall) if wall > 0 else None)
     return None
 
 
@@ -208,7 +208,7 @@ def stage_plan(name: str, params: AnyParams, records: Union[str, Path]) -> Stage
     trials = None if tools else round(sum(last.unit_trials.get(u[:2], statistics.median(last.unit_trials.values()))
                                           for u in units))
     realizable = sum(not _noted(unit_key(sc.labels())[0], last.not_realizable) for sc in grid)
-    traffic = expected * min(1.0, last.traffic_s / last.wall_s) if last.wall_s > 0 else None
+    traffic = expected * last.traffic_share if last.traffic_share is not None else None
     return StagePlan(name, realizable, len(units), kind, expected, sum(t is not None for t in known), extra,
                      f"run {last.run_id} of {records}", trials, tuple(dict.fromkeys(_cell_text(u) for u in units)),
                      traffic)
