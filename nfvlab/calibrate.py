@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timezone

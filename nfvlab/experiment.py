@@ -101,7 +101,7 @@ def run_experiment(params: Union[ExperimentParams, CniExperimentParams], records
 
     ``backend`` defaults to the one the lab profile names (:func:`nfvlab.labs.backend_for`;
     experiment E's params have none: the embedded lab).
-    Resume: when the records' last run with the same params and code (:func:`fingerprint`)
+    Resume: when the records' last run with the same params and code (:func:`nfvlab.measuring_code.fingerprint`)
     was interrupted, it is continued under its run id and only the searches (E: tool runs) it
     had not finished are measured (``resume=False``, or ``NFVLAB_FRESH_RUN=1`` in the environment
     for the pipeline and notebooks: always a fresh run). The host lock is taken

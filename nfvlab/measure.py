@@ -17,7 +17,7 @@ from typing import Callable, Optional
 from nfvlab import linerate
 from nfvlab.calibrate import mark_generator_limited
 from nfvlab.linerate import FrameSize
-from nfvlab.params import GeneratorParams, SearchParams, TrafficParams
+from nfvlab.params import SearchParams, TrafficParams
 from nfvlab.scenario import Scenario
 from nfvlab.search import loss_sweep, mlrsearch, mrr, ndr_pdr_bisect, rfc2544_search
 from nfvlab.traffic import TrafficGenerator

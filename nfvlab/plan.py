@@ -24,7 +24,7 @@ from typing import Optional, Union
 from nfvlab import claimsets, experiment
 from nfvlab.pairing import control_blocks
 from nfvlab.params import CniExperimentParams, ExperimentParams
-from nfvlab.records import read_records
+from nfvlab.records import records_by_run
 from nfvlab.run_records import unit_key
 from nfvlab.scenario.cni import step_labels, steps
 from nfvlab.system.host import host_speed_s
@@ -122,12 +122,7 @@ class LastRun:
 def last_run(records: Union[str, Path], kind: str) -> Optional[LastRun]:
     """The last completed run in ``records`` with units of record type ``kind`` (``search``,
     ``measurement``), or None."""
-    path = Path(records)
-    if not path.exists():
-        return None
-    runs: dict[str, list[dict]] = {}
-    for rec in read_records(path):
-        runs.setdefault(rec["run_id"], []).append(rec)
+    runs = records_by_run(records)
     for run_id in reversed(list(runs)):
         recs = runs[run_id]
         end = next((r for r in recs if r["type"] == "end" and r.get("status") == "completed"), None)

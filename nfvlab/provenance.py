@@ -37,7 +37,8 @@ PACKAGES: tuple[str, ...] = (
 )
 
 #: Bumped when keys of the :func:`collect` dict change meaning or are removed.
-SCHEMA_VERSION = 3  # 2: generator_source_sha256 covers every generator source; 3: git_changed
+SCHEMA_VERSION = 4  # 2: generator_source_sha256 covers every generator source; 3: git_changed;
+# 4: git_dirty and git_changed leave out what the pipeline itself writes (git_pipeline_changed)
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 #: Where the embedded generator's sources are: every ``nfvlab_*.c`` / ``nfvlab_*.h`` there is one.
@@ -135,6 +136,25 @@ def git_changes(path: os.PathLike | str) -> Optional[list[str]]:
     if path.is_file():
         path = path.parent
     return _changed_paths(["git", "-c", "safe.directory=*", "-C", str(path)])
+
+
+def _pipeline_written(path: Path, changed: list[str]) -> list[str]:
+    """Those of ``changed`` (paths relative to the root of the checkout holding ``path``) that ``dvc
+    repro`` itself writes while a pipeline runs: ``dvc.lock`` and the outputs its stages list there
+    (the metrics kept in git, or anything under an output folder). An earlier stage of the same run
+    changes them, so they do not make a later stage's checkout differ from its commit."""
+    if not changed:
+        return []
+    import yaml
+
+    top = _run(["git", "-c", "safe.directory=*", "-C", str(path), "rev-parse", "--show-toplevel"])
+    lock_file = Path(top.stdout.strip()) / "dvc.lock"
+    if top.returncode != 0 or not lock_file.is_file():
+        return []
+    lock = yaml.safe_load(lock_file.read_text()) or {}
+    outs = {"dvc.lock"} | {str(o["path"]).rstrip("/") for stage in (lock.get("stages") or {}).values()
+                           for o in (stage.get("outs") or ()) if isinstance(o, dict) and o.get("path")}
+    return [p for p in changed if p in outs or any(p.startswith(o + "/") for o in outs)]
 
 
 def measuring_code_changes(provenance: dict) -> Optional[list[str]]:
@@ -267,11 +287,15 @@ def collect(params: dict | None = None) -> dict:
         ``nfvlab_path`` (str)
             Directory the ``nfvlab`` package was imported from.
         ``git_revision`` (str), ``git_dirty`` (bool)
-            See :func:`git_state`, for the checkout holding the package; both
-            ``None`` for an installed (non-checkout) package.
+            See :func:`git_state`, for the checkout holding the package, but only ``git_changed``
+            makes it dirty; both ``None`` for an installed (non-checkout) package.
         ``git_changed`` (list of str)
-            :func:`git_changes`: the paths that made it dirty (``[]`` when clean); publishing refuses
-            a run whose measuring code is among them (:func:`measuring_code_changes`).
+            :func:`git_changes`: the paths that made it dirty (``[]`` when clean), those of
+            ``git_pipeline_changed`` apart; publishing refuses a run whose measuring code is among
+            them (:func:`measuring_code_changes`).
+        ``git_pipeline_changed`` (list of str)
+            Changed paths that the pipeline itself writes (``dvc.lock``, the stages' outputs):
+            changed by an earlier stage of the same ``dvc repro``, not by a person.
         ``python``, ``python_implementation``, ``python_executable`` (str)
             Interpreter version (e.g. ``3.11.2``), implementation and path.
         ``hostname`` (str)
@@ -307,6 +331,11 @@ def collect(params: dict | None = None) -> dict:
     meminfo = _safe(_meminfo) or {}
     uname = _safe(platform.uname)
     git_revision, git_dirty = _safe(lambda: git_state(_PACKAGE_DIR)) or (None, None)
+    changed = _safe(lambda: git_changes(_PACKAGE_DIR))
+    pipeline = (_safe(lambda: _pipeline_written(_PACKAGE_DIR, changed)) or []) if changed is not None else None
+    if changed is not None:
+        changed = [p for p in changed if p not in pipeline]
+        git_dirty = bool(changed)
     cpu_count = model_count[1] if model_count[1] is not None else _safe(os.cpu_count)
     return {
         "schema": SCHEMA_VERSION,
@@ -315,7 +344,8 @@ def collect(params: dict | None = None) -> dict:
         "nfvlab_path": str(_PACKAGE_DIR),
         "git_revision": git_revision,
         "git_dirty": git_dirty,
-        "git_changed": _safe(lambda: git_changes(_PACKAGE_DIR)),
+        "git_changed": changed,
+        "git_pipeline_changed": pipeline,
         "python": _safe(platform.python_version),
         "python_implementation": _safe(platform.python_implementation),
         "python_executable": sys.executable or None,

@@ -498,6 +498,17 @@ def read_records(path: PathLike) -> list[dict]:
     return records
 
 
+def records_by_run(path: PathLike) -> dict[str, list[dict]]:
+    """The records of ``path`` (:func:`read_records`) by ``run_id``: runs in the order they first
+    appear, each run's records in file order; ``{}`` when the file does not exist."""
+    path = Path(path)
+    runs: dict[str, list[dict]] = {}
+    if path.exists():
+        for record in read_records(path):
+            runs.setdefault(record["run_id"], []).append(record)
+    return runs
+
+
 def _corrupt(path: Path, lineno: int, exc: Exception) -> None:
     raise RecordsError(f"{path}:{lineno}: corrupt record: {exc}")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Union
 
 from nfvlab.measuring_code import fingerprint  # the resume fingerprint: params and the lab's measuring code
-from nfvlab.records import RecordWriter, archive_earlier_runs, read_records
+from nfvlab.records import RecordWriter, archive_earlier_runs, records_by_run
 from nfvlab.system.host import host_speed_s, speed_variation
 from nfvlab.system.hostlock import HostLock
 
@@ -96,12 +96,7 @@ def interrupted_run(records: Union[str, Path], fp: str,
 
     ``finished``: the record type and note kind that mark a unit done (:data:`SEARCH_DONE`,
     :data:`TOOL_RUN_DONE`); their :func:`unit_key` are its ``done``."""
-    path = Path(records)
-    if not path.exists():
-        return None
-    by_run: dict[str, list[dict]] = {}
-    for r in read_records(path):
-        by_run.setdefault(r["run_id"], []).append(r)
+    by_run = records_by_run(records)
     for run_id in reversed(list(by_run)):
         recs = by_run[run_id]
         first = next((r for r in recs if r["type"] == "run"), None)

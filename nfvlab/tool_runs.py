@@ -41,7 +41,7 @@ def run_tools(params: CniExperimentParams, records: Union[str, Path], *, backend
     backend's facts and the tools' versions), one ``measurement`` per tool run (labels:
     :func:`nfvlab.scenario.cni.step_labels`) appended as it finishes, a ``not-realizable`` note per
     (path, MTU) the lab cannot realize, a ``measurement-failed`` note per failed tool run (the run
-    goes on). Resume as :func:`run_experiment`, by tool run. With ``params.adaptive``, after the fixed
+    goes on). Resume as :func:`nfvlab.experiment.run_experiment`, by tool run. With ``params.adaptive``, after the fixed
     repetitions: adaptive repetitions (:func:`adapt`; each added tool run labelled ``added_look`` /
     ``added_reason``, the run's last note of kind ``adaptive`` says why it stopped). Raises
     :class:`nfvlab.measure.InputError` (not root, cluster unreachable, an unusable records path)

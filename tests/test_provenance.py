@@ -147,6 +147,42 @@ def test_collect_reports_git_of_package_checkout(tmp_path, monkeypatch):
 
 
 @needs_git
+def test_what_the_pipeline_writes_does_not_make_a_checkout_dirty(tmp_path, monkeypatch):
+    """A later stage of one ``dvc repro`` sees dvc.lock and an earlier stage's outputs changed: its
+    checkout is still its commit's. Any other change still makes it dirty, and says which path."""
+    repo = tmp_path / "checkout"
+    pkg = repo / "nfvlab"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (repo / "metrics").mkdir()
+    (repo / "metrics" / "a.json").write_text("{}\n")
+    (repo / "metrics" / "a.json.txt").write_text("a file beside an output, not one\n")
+    (repo / "dvc.lock").write_text("schema: '2.0'\nstages:\n  measure@a:\n    cmd: x\n    outs:\n"
+                                   "    - path: metrics/a.json\n    - path: reports\n")
+    (repo / "reports").mkdir()
+    (repo / "reports" / "r.md").write_text("report\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "c")
+    monkeypatch.setattr(provenance, "_PACKAGE_DIR", pkg)
+    (repo / "metrics" / "a.json").write_text('{"ndr": 1}\n')
+    with open(repo / "dvc.lock", "a") as f:
+        f.write("  measure@b:\n    cmd: y\n")
+    (repo / "reports" / "r.md").write_text("report of this run\n")  # in an output folder
+    prov = collect()
+    assert (prov["git_dirty"], prov["git_changed"]) == (False, [])
+    assert prov["git_pipeline_changed"] == ["dvc.lock", "metrics/a.json", "reports/r.md"]
+    (repo / "metrics" / "a.json.txt").write_text("edited\n")
+    (pkg / "__init__.py").write_text("x = 1\n")
+    prov = collect()
+    assert (prov["git_dirty"], prov["git_changed"]) == (True, ["metrics/a.json.txt", "nfvlab/__init__.py"])
+    assert provenance.measuring_code_changes(prov) == ["nfvlab/__init__.py"]
+    (repo / "dvc.lock").unlink()  # no lock: nothing is known to be the pipeline's but dvc.lock itself
+    prov = collect()
+    assert "metrics/a.json" in prov["git_changed"] and prov["git_pipeline_changed"] == []
+
+
+@needs_git
 def test_git_state_inherited_git_dir_is_ignored(tmp_path, monkeypatch):
     other = tmp_path / "other"
     other.mkdir()

@@ -83,6 +83,6 @@ def test_a_dirty_record_that_does_not_say_which_files_is_refused(tmp_path):
 
 def test_collect_records_the_changed_paths():
     prov = provenance.collect()
-    assert prov["schema"] == 3
-    assert prov["git_changed"] == provenance.git_changes(REPO)
+    assert prov["schema"] == 4
+    assert sorted(prov["git_changed"] + prov["git_pipeline_changed"]) == provenance.git_changes(REPO)
     assert prov["git_dirty"] == bool(prov["git_changed"])

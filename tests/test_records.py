@@ -19,6 +19,7 @@ from nfvlab.records import (
     RecordsError,
     RecordWriter,
     read_records,
+    records_by_run,
     runs_frame,
     trials_frame,
 )
@@ -53,6 +54,17 @@ def write_run(path, n=3, **kw):
 
 
 # -- writing and round trip ------------------------------------------------------
+def test_records_by_run_groups_runs_in_order(tmp_path):
+    path = tmp_path / "r.jsonl"
+    assert records_by_run(path) == {}  # no file yet: no run
+    first, second = write_run(path, n=2), write_run(path, n=1)
+    runs = records_by_run(path)
+    assert list(runs) == [first.run_id, second.run_id]
+    assert [r["type"] for r in runs[first.run_id]] == ["run", "trial", "trial", "search", "note", "end"]
+    assert [r["type"] for r in runs[second.run_id]] == ["run", "trial", "search", "note", "end"]
+    assert runs[first.run_id] + runs[second.run_id] == read_records(path)
+
+
 def test_round_trip(tmp_path):
     path = tmp_path / "r.jsonl"
     w = write_run(path)
