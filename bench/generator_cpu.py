@@ -25,6 +25,7 @@ from generator import MAC_A, MAC_B, VethPair, gro, sh  # bench/generator.py: the
 
 from nfvlab.system.hostlock import HostLock
 from nfvlab.traffic.embedded import count_object, gen_binary, tx_object
+from nfvlab.traffic.embedded.generator import xdp_live_refusal
 
 RATE_PPS = 10_000
 DURATION_S = 1.0
@@ -57,6 +58,9 @@ def main(reps: int = 5) -> int:
     with HostLock("bench/generator_cpu.py"), VethPair() as pair:
         gro(pair, True)  # XDP frames need the veth NAPI ring
         for tx in ("socket", "xdp"):
+            if tx == "xdp" and (why := xdp_live_refusal()):
+                print(f"| xdp | not measured: {why} | | | | |")
+                continue
             rows = [trial(pair, tx) for _ in range(reps)]
             cpu = [c / DURATION_S for c, _ in rows]
             slip = [r["streams"][0]["slip_s"] * 1e3 for _, r in rows]

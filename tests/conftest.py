@@ -86,6 +86,17 @@ def pytest_collection_modifyitems(config, items):
         items[:] = kept
 
 
+def skip_without_xdp_live() -> None:
+    """Skip a test of the embedded generator's XDP TX path where the kernel refuses its live-frames
+    mode: a limit of the platform (Linux 6.18.44-fc-v1300 answers EPERM), not a fault of nfvlab's;
+    ``tx: auto`` then takes the socket path (tests/test_gen_binary_xdp.py checks that it says why)."""
+    from nfvlab.traffic.embedded.generator import xdp_live_refusal
+
+    why = xdp_live_refusal()
+    if why:
+        pytest.skip(why)
+
+
 @pytest.fixture
 def clean_host():
     """Start from, and insist on ending with, a host without lab residue.

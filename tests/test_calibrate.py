@@ -12,6 +12,7 @@ from nfvlab.labs.embedded.kernel import SHALLOW_BUCKET_BYTES, SHALLOW_QUEUE_BYTE
 from nfvlab.params import GeneratorParams
 from nfvlab.search import GeneratorFaultError, SearchResult
 from nfvlab.trial import backlog_fault
+from nfvlab.traffic.embedded import generator as embedded_generator
 
 
 # How close a search lands to a known capacity depends on how the VM schedules the generator
@@ -147,9 +148,12 @@ def test_calibrate_measures_each_tx_path_auto_may_use_and_a_search_is_judged_by_
     gen = GeneratorParams()
     xdp, sock = identity_for(gen, "xdp"), identity_for(gen, "socket")
     assert xdp["ports"] == "xdp live frames on veth" and sock["ports"] == "af_packet on veth"
-    assert cal.ceiling(xdp, 1518) > 0 and cal.ceiling(sock, 1518) > 0 and cal.ceiling(sock, 9018) > 0
+    assert cal.ceiling(sock, 1518) > 0 and cal.ceiling(sock, 9018) > 0
     assert cal.ceiling(xdp, 9018) is None
-    assert len(cal.data["generators"]) == 2
+    if embedded_generator.xdp_live_refusal():  # a kernel that refuses the XDP path: auto has the socket path only
+        assert cal.ceiling(xdp, 1518) is None and len(cal.data["generators"]) == 1
+    else:
+        assert cal.ceiling(xdp, 1518) > 0 and len(cal.data["generators"]) == 2
     assert locked_residue() == NO_RESIDUE
 
 
@@ -260,6 +264,7 @@ def test_calibrate_takes_its_searches_in_turns_and_keeps_the_second_highest(tmp_
         return _result(next(found)), {**GEN_A, "ports": gen_params.tx}
 
     monkeypatch.setattr(calibrate, "generator_ceiling", ceiling)
+    monkeypatch.setattr(embedded_generator, "xdp_live_refusal", lambda: None)  # a kernel with both paths
     monkeypatch.setattr(labs, "backend_for", lambda *a, **k: SimpleNamespace(ready=lambda: [], check=lambda s: []))
     out = tmp_path / "cal.json"
     assert cli.main(["calibrate", "--skip-known-path", "--frame-sizes", "64,9018", "--repetitions", "3",
@@ -273,6 +278,28 @@ def test_calibrate_takes_its_searches_in_turns_and_keeps_the_second_highest(tmp_
     assert cal.entry({**GEN_A, "ports": "socket"})["ceilings"]["64"]["searches_pps"] == [100_000, 300_000, 310_000]
     assert cli.main(["calibrate", "--skip-known-path", "--repetitions", "0", "--out", str(out)]) == 2
     assert "--repetitions 0: must be 1 to 9" in capsys.readouterr().err
+
+
+def test_calibrate_measures_the_socket_path_alone_where_the_kernel_refuses_xdp(tmp_path, monkeypatch):
+    """``tx: auto`` on a kernel that refuses XDP live frames has one path: only the socket path's
+    ceilings are searched and kept (stand-in searches, as above)."""
+    from types import SimpleNamespace
+
+    from nfvlab import cli, labs
+
+    order = []
+
+    def ceiling(backend, gen_params, fs, **kw):
+        order.append((gen_params.tx, fs))
+        return _result(100_000), {**GEN_A, "ports": gen_params.tx}
+
+    monkeypatch.setattr(calibrate, "generator_ceiling", ceiling)
+    monkeypatch.setattr(embedded_generator, "xdp_live_refusal", lambda: "the kernel refuses XDP live frames: EPERM")
+    monkeypatch.setattr(labs, "backend_for", lambda *a, **k: SimpleNamespace(ready=lambda: [], check=lambda s: []))
+    out = tmp_path / "cal.json"
+    assert cli.main(["calibrate", "--skip-known-path", "--frame-sizes", "64,1518", "--repetitions", "2",
+                     "--out", str(out), "--json"]) == 0
+    assert order == [("socket", 64), ("socket", 1518)] * 2
 
 
 def test_calibrate_searches_again_in_turns_while_the_two_highest_disagree(tmp_path, monkeypatch, capsys):
@@ -295,6 +322,7 @@ def test_calibrate_searches_again_in_turns_while_the_two_highest_disagree(tmp_pa
             {**GEN_A, "ports": gen_params.tx}
 
     monkeypatch.setattr(calibrate, "generator_ceiling", ceiling)
+    monkeypatch.setattr(embedded_generator, "xdp_live_refusal", lambda: None)  # a kernel with both paths
     monkeypatch.setattr(labs, "backend_for", lambda *a, **k: SimpleNamespace(ready=lambda: [], check=lambda s: []))
     out = tmp_path / "cal.json"
     assert cli.main(["calibrate", "--skip-known-path", "--frame-sizes", "64,9018", "--repetitions", "2",

@@ -18,6 +18,7 @@ import subprocess
 
 import pytest
 import test_gen_binary as tgb
+from conftest import skip_without_xdp_live
 from test_gen_binary import (
     IMIX, MAC_A, MAC_B, PREFIX, Port, captured_trial, check_latency, clean_gen, gen_barely_sent,
     ip_checksum_ok, paced, run, rx_delta, sending, sent_counts, sent_short, stream, wait_until,
@@ -35,6 +36,7 @@ gen, count, pair = tgb.gen, tgb.count, tgb.pair  # the fixtures of the socket pa
 
 @pytest.fixture(scope="module")
 def xdp() -> list[str]:
+    skip_without_xdp_live()
     return ["--tx", "xdp", "--tx-obj", str(tx_object())]
 
 
@@ -192,6 +194,7 @@ def test_a_lab_trial_through_a_dut_with_the_xdp_path_is_exact_and_restores_the_p
     from nfvlab.labs.embedded import Lab
     from nfvlab.traffic.embedded import EmbeddedGenerator
 
+    skip_without_xdp_live()
     with Lab(model) as lab:
         gen = EmbeddedGenerator(lab.streams, flows=4, latency_pps=200, tx="xdp", tracker=lab)
         peers = [veth_peer(s.tx) for s in lab.streams]
@@ -226,6 +229,8 @@ def test_auto_takes_the_xdp_path_unless_something_rules_it_out(pair, kwargs, why
     when it falls back to the socket path (frames too large, the TX CPU shared)."""
     from nfvlab.traffic.embedded import EmbeddedGenerator
 
+    if why is None:
+        skip_without_xdp_live()
     gen = EmbeddedGenerator(_pair_streams(pair), tx="auto", **kwargs)
     if why is None:
         assert (gen.tx, gen.tx_why) == ("xdp", None)
@@ -236,9 +241,54 @@ def test_auto_takes_the_xdp_path_unless_something_rules_it_out(pair, kwargs, why
     assert gen.describe()["tx_requested"] == "auto" and gen.describe()["tx_why"] == gen.tx_why
 
 
+def test_auto_takes_the_socket_path_where_the_kernel_refuses_xdp_live_frames_and_says_why(pair, monkeypatch):
+    """A kernel that refuses the live-frames mode (the probe's answer, stood in for here so that any
+    host checks the choice): ``tx: auto`` takes the socket path with the kernel's reason, the
+    calibration and the run's provenance name that path only, and an explicit ``xdp`` is kept."""
+    from nfvlab.params import GeneratorParams
+    from nfvlab.traffic.embedded import EmbeddedGenerator, generator
+    from nfvlab.traffic.select import identity_for, tx_paths
+
+    refusal = "the kernel (6.18.44-test) refuses XDP live frames: Operation not permitted"
+    monkeypatch.setattr(generator, "xdp_live_refusal", lambda: refusal)
+    gen = EmbeddedGenerator(_pair_streams(pair), tx="auto")
+    assert (gen.tx, gen.tx_why) == ("socket", refusal)
+    assert tx_paths(GeneratorParams()) == ("socket",)
+    assert identity_for(GeneratorParams())["ports"] == "af_packet on veth"
+    assert EmbeddedGenerator(_pair_streams(pair), tx="xdp").tx == "xdp"
+    monkeypatch.setattr(generator, "xdp_live_refusal", lambda: None)
+    assert tx_paths(GeneratorParams()) == ("xdp", "socket")
+    assert identity_for(GeneratorParams())["ports"] == "xdp live frames on veth"
+
+
+def test_the_probe_of_xdp_live_frames_sends_nothing_and_answers_as_a_trial_of_the_path_does(gen, count, pair):
+    """``nfvlab-gen --probe-xdp`` answers for this kernel: where it says yes, a trial on the XDP path
+    runs; where it says no, such a trial fails with the same reason. Either way the probe sends no
+    frame (its program drops the one it is given)."""
+    from nfvlab.traffic.embedded import generator
+
+    a, b = pair
+    napi(b)
+    before = b.counters()
+    probe = subprocess.run([gen, "--probe-xdp"], capture_output=True, text=True, timeout=10)
+    assert rx_delta(b, before) == (0, 0)
+    generator.xdp_live_refusal.cache_clear()
+    refusal = generator.xdp_live_refusal()
+    answer = probe.stdout.strip()
+    assert (probe.returncode == 0) == (refusal is None) and (answer == "ok" if refusal is None else answer in refusal)
+    trial = subprocess.run([gen, "--duration-s", "0.2", "--frame-size", "64", "--latency-pps", "0", *count,
+                            "--tx", "xdp", "--tx-obj", str(tx_object()), "--stream", stream(a, b, 1000)],
+                           capture_output=True, text=True, timeout=60)
+    if refusal is None:
+        assert trial.returncode == 0 and json.loads(trial.stdout)["tx"] == "xdp", trial.stderr
+    else:
+        assert trial.returncode != 0 and f"the XDP TX loop did not start: {answer}" in trial.stderr
+
+
 def test_auto_falls_back_on_ports_that_cannot_send_xdp_frames_and_says_why(pair):
     from nfvlab.traffic.embedded import EmbeddedGenerator
 
+    skip_without_xdp_live()  # (a kernel that refuses the path is the reason given first)
     a, b = pair
     run("ip", "-n", a.ns, "link", "add", "mvy", "link", a.ifname, "type", "macvlan")
     streams = [Stream(LabPort(a.ns, "mvy"), LabPort(b.ns, b.ifname), MAC_A, MAC_B, "198.18.0.1", "198.19.0.2")]
@@ -260,6 +310,8 @@ def test_the_lab_default_path_follows_the_core_plan_and_every_trial_records_it(c
 
     lab = LabParams()
     assert lab.generator.tx == "auto"
+    if path == "xdp":
+        skip_without_xdp_live()
     with measure.bench(EmbeddedLab(), lab.generator, Scenario(model), TrafficParams()) as (session, gen):
         # ovs-dpdk-vhost: its pod's forwarder busy-polls the generator's CPU (asserted below), so a host
         # stall of it beyond its rings drops frames (the host's doing, as in test_lab_userspace).

@@ -34,14 +34,14 @@ def generator_for(params: GeneratorParams, streams: list[Stream], traffic: Traff
 def identity_for(params: GeneratorParams, tx: Optional[str] = None) -> dict:
     """The identity (:meth:`TrafficGenerator.identity`) of the generator ``params`` names, without ports.
 
-    ``tx``: the embedded generator's TX path (default ``params.tx``; ``auto`` names ``xdp``,
-    the path it takes wherever it can: see :func:`tx_paths`).
+    ``tx``: the embedded generator's TX path (default ``params.tx``; ``auto`` names the path it
+    takes wherever it can, the first of :func:`tx_paths`).
     """
     if params.kind == "embedded":
         from nfvlab.traffic.embedded.generator import identity
 
         tx = tx or params.tx
-        return identity(params.cpu, "xdp" if tx == "auto" else tx)
+        return identity(params.cpu, tx_paths(params)[0] if tx == "auto" else tx)
     if params.kind == "trex":
         from nfvlab.traffic.trex import TrexGenerator
 
@@ -54,10 +54,15 @@ def identity_for(params: GeneratorParams, tx: Optional[str] = None) -> dict:
 
 
 def tx_paths(params: GeneratorParams) -> tuple[str, ...]:
-    """The embedded generator's TX paths ``params`` may use (both for ``auto``); () for TRex."""
+    """The embedded generator's TX paths ``params`` may use, the preferred first (``auto``: both, or
+    only ``socket`` where the kernel refuses the XDP path); () for TRex."""
     if params.kind != "embedded":
         return ()
-    return ("xdp", "socket") if params.tx == "auto" else (params.tx,)
+    if params.tx != "auto":
+        return (params.tx,)
+    from nfvlab.traffic.embedded.generator import auto_tx_paths
+
+    return auto_tx_paths()
 
 
 def _port_streams(params: TrexParams) -> list[Stream]:

@@ -67,6 +67,7 @@ as a NIC does. The frames bypass the tx port's qdisc.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -286,6 +287,32 @@ class XdpPorts:
 XDP_MAX_FRAME_BYTES = 1518
 
 
+@functools.lru_cache(maxsize=None)
+def xdp_live_refusal() -> Optional[str]:
+    """Why this kernel does not run XDP programs in live-frames mode, the XDP TX path's engine
+    (None: it does). ``nfvlab-gen --probe-xdp`` asks the kernel once per process with a program that
+    drops its one frame (nothing is sent): some sandboxed kernels (Linux 6.18.44-fc-v1300, Dec 2026)
+    refuse live frames with EPERM while plain test runs work. The kernel does not change under a
+    running process, so the answer is kept."""
+    release = tuple(int(x) for x in re.findall(r"\d+", platform.release())[:2])
+    if release < (5, 18):
+        return f"Linux {platform.release()} has no XDP live-frames mode (5.18 or later)"
+    try:
+        out = subprocess.run([str(gen_binary()), "--probe-xdp"], capture_output=True, text=True, timeout=10)
+    except (BuildError, OSError, subprocess.SubprocessError) as err:
+        return f"cannot probe the XDP live-frames mode: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+    if out.returncode == 0:
+        return None
+    why = (out.stdout.strip() or out.stderr.strip() or f"exit {out.returncode}").splitlines()[0]
+    return f"the kernel ({platform.release()}) refuses XDP live frames: {why}"
+
+
+def auto_tx_paths() -> tuple[str, ...]:
+    """The TX paths ``tx: auto`` may take on this host, the preferred first: ``("xdp", "socket")``, or
+    ``("socket",)`` where the kernel refuses the XDP path (:func:`xdp_live_refusal`)."""
+    return ("socket",) if xdp_live_refusal() else ("xdp", "socket")
+
+
 def xdp_refusal(streams: list[Stream], *, frame_sizes=(), cpu: Optional[int] = 0,
                 busy_roles: Optional[dict] = None) -> Optional[str]:
     """Why the XDP TX path cannot drive ``streams`` here (None: it can).
@@ -304,9 +331,9 @@ def xdp_refusal(streams: list[Stream], *, frame_sizes=(), cpu: Optional[int] = 0
     if sharing:
         return (f"the XDP TX loop never yields CPU {cpu}, which the core plan shares with "
                 f"{', '.join(sharing)}")
-    release = tuple(int(x) for x in re.findall(r"\d+", platform.release())[:2])
-    if release < (5, 18):
-        return f"Linux {platform.release()} has no XDP live-frames mode (5.18 or later)"
+    refused = xdp_live_refusal()
+    if refused:
+        return refused
     if len({s.tx.ns for s in streams}) > 1:
         return "the tx ports are in more than one namespace (the XDP path sends from one)"
     try:

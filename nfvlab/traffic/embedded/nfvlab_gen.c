@@ -226,6 +226,8 @@ static int serve(void)
 int main(int argc, char **argv)
 {
     static struct config cfg;
+    if (argc == 2 && !strcmp(argv[1], "--probe-xdp"))
+        return probe_xdp_live();
     bool serving = argc >= 2 && !strcmp(argv[1], "--serve");  /* words after it only name it in ps */
     if (!serving)
         parse_args(&cfg, argc, argv);

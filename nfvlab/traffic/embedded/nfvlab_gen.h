@@ -206,6 +206,7 @@ bool all_counted(const struct config *c);
 void setup_xdp_tx(struct config *c);
 void run_xdp_tx(struct config *c);
 void xdp_request_stall(int64_t ns);
+int probe_xdp_live(void);
 unsigned long long xdp_ticks(void);
 
 /* nfvlab_gen_report.c */

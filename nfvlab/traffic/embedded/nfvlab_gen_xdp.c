@@ -265,3 +265,27 @@ void run_xdp_tx(struct config *c)
     c->stall_max_ns = (int64_t)x->state->stall_max_ns;
     c->stalls = (long long)x->state->stalls;
 }
+
+
+/* --probe-xdp: whether this kernel runs an XDP program in live-frames mode (some sandboxed
+ * kernels refuse it with EPERM, though plain test runs work). The probe's program drops its one
+ * frame, so nothing is sent. Prints "ok" or the kernel's refusal; exits 0 or 1. */
+int probe_xdp_live(void)
+{
+    struct bpf_insn prog[] = {
+        {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = XDP_DROP},
+        {.code = BPF_JMP | BPF_EXIT},
+    };
+    int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "nfvlab_probe", "GPL", prog, 2, NULL);
+    if (fd < 0) {
+        printf("cannot load an XDP program: %s\n", strerror(errno));
+        return 1;
+    }
+    uint8_t frame[64] = {0};
+    LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = sizeof frame, .repeat = 1,
+                .flags = BPF_F_TEST_XDP_LIVE_FRAMES, .batch_size = 1);
+    int err = bpf_prog_test_run_opts(fd, &o) ? errno : 0;
+    close(fd);
+    printf("%s\n", err ? strerror(err) : "ok");
+    return err ? 1 : 0;
+}
