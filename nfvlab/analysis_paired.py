@@ -21,7 +21,8 @@ pairs staying with their paired verdicts; neither it nor a note without its bloc
 recorded verdict) is re-judged. A claim none of whose pairs was measured in paired blocks (a lab that
 realizes one scenario at a time) stays with the NDR searches (:func:`nfvlab.analysis.claim_rows`).
 The A/A control (:func:`control_rows`) is a claim of its own: "no difference" holds when its ratio is
-shown inside the margin, is contradicted when it is shown different, and is inconclusive otherwise.
+shown inside the margin (equivalence first, as for the claims: :func:`practical`), is contradicted when
+it is shown different and not inside the margin, and is inconclusive otherwise.
 """
 from __future__ import annotations
 
@@ -274,7 +275,12 @@ def control_rows(notes: Mapping[tuple, dict], noise: str = "") -> list[dict]:
             rows.append({**base, "verdict": "not testable", "n": 0, "reason": n.get("reason", "not measured"),
                          "detail": n.get("reason", "")})
             continue
-        verdict, reason = {"equivalent": ("holds", "the ratio is shown inside the margin"),
+        # Equivalence first, as the claims it controls are judged (:func:`practical`): a difference shown
+        # inside the margin (two instances a hair apart) is no practical difference, not a false positive.
+        n = practical(n)
+        verdict, reason = {"equivalent": ("holds", "the ratio is shown inside the margin" + (
+                               " (a smaller difference is shown too: no practical difference)"
+                               if n.get("shown_different_too") else "")),
                            "undecided": ("inconclusive", "neither a difference nor equivalence is shown"),
                            }.get(n["verdict"], ("contradicted", "the design shows a difference where none exists"))
         rows.append({**base, "verdict": verdict, "reason": reason,

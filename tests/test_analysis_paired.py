@@ -110,6 +110,18 @@ def test_the_control_holds_only_when_shown_equal_and_is_contradicted_when_shown_
     assert all(r["claim"] == AP.CONTROL_CLAIM for r in rows)
 
 
+def test_a_control_shown_different_by_a_hair_inside_the_margin_holds_as_the_claims_judge_it():
+    """Equivalence first (:func:`nfvlab.analysis_paired.practical`), as for the claims it controls: the
+    published run of 898fe17's C control, 0.996 [0.995, 0.998] in 4 blocks, was shown different (p
+    below its level) and inside the +-5 % margin; it holds. Shown different and not inside: contradicted."""
+    hair = note("smaller", 0.996, half=0.0015, level=0.05, p_different=0.001, p_equivalent=0.0001)
+    wide = note("smaller", 0.90, half=0.08, level=0.05, p_different=0.01, p_equivalent=0.6)
+    rows = AP.control_rows({("h", "h", True): hair, ("w", "w", True): wide})
+    assert [(r["condition"], r["verdict"]) for r in rows] == [("h", "holds"), ("w", "contradicted")]
+    assert "a smaller difference is shown too" in rows[0]["reason"]
+    assert rows[0]["p_adjusted"] == pytest.approx(0.0001) and rows[1]["p_adjusted"] == pytest.approx(0.01)
+
+
 def test_pairs_of_a_chain_are_its_neighbours_once():
     assert AP.pairs_of([["s1", "s2"], ["s1", "s3"], ["a", "b", "c"], ["a", "b"]]) == [
         ("s1", "s2"), ("s1", "s3"), ("a", "b"), ("b", "c")]
